@@ -1,0 +1,1 @@
+//! hawser controller (work in progress).

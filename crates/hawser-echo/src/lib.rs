@@ -1,0 +1,1 @@
+//! Echo backend (work in progress).

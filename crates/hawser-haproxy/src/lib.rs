@@ -1,0 +1,1 @@
+//! HAProxy tooling (work in progress).

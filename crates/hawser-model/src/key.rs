@@ -1,0 +1,96 @@
+//! Object identity: kind plus namespace/name.
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// The kinds hawser reads. Anything else a source meets is ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Kind {
+    Ingress,
+    IngressClass,
+    Service,
+    EndpointSlice,
+    Secret,
+}
+
+impl Kind {
+    /// Maps a manifest's `apiVersion` and `kind` to a kind hawser reads.
+    pub fn from_type_meta(api_version: &str, kind: &str) -> Option<Kind> {
+        match (api_version, kind) {
+            ("networking.k8s.io/v1", "Ingress") => Some(Kind::Ingress),
+            ("networking.k8s.io/v1", "IngressClass") => Some(Kind::IngressClass),
+            ("v1", "Service") => Some(Kind::Service),
+            ("discovery.k8s.io/v1", "EndpointSlice") => Some(Kind::EndpointSlice),
+            ("v1", "Secret") => Some(Kind::Secret),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Ingress => "Ingress",
+            Kind::IngressClass => "IngressClass",
+            Kind::Service => "Service",
+            Kind::EndpointSlice => "EndpointSlice",
+            Kind::Secret => "Secret",
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Namespace and name. Cluster-scoped objects (IngressClass) have an empty namespace.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct ObjectKey {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl ObjectKey {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        ObjectKey {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+
+    /// A cluster-scoped key.
+    pub fn cluster(name: impl Into<String>) -> Self {
+        ObjectKey::new("", name)
+    }
+}
+
+impl fmt::Display for ObjectKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.namespace.is_empty() {
+            f.write_str(&self.name)
+        } else {
+            write!(f, "{}/{}", self.namespace, self.name)
+        }
+    }
+}
+
+/// A kind and key together: how errors and rejections name an object
+/// (`Ingress app/web`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct ObjectRef {
+    pub kind: Kind,
+    pub key: ObjectKey,
+}
+
+impl ObjectRef {
+    pub fn new(kind: Kind, key: ObjectKey) -> Self {
+        ObjectRef { kind, key }
+    }
+}
+
+impl fmt::Display for ObjectRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.kind, self.key)
+    }
+}

@@ -1,0 +1,1 @@
+//! Rendering (work in progress).
