@@ -1,1 +1,27 @@
-//! Echo backend (work in progress).
+//! The echo backend behind hawser's local demo and end-to-end tests.
+//!
+//! ```text
+//!  request (HTTP/1.1 or h2c, any method, any path)
+//!      │
+//!      ▼
+//!  EchoServer ──► 200 application/json EchoReply
+//!                 { path, host, method, proto, headers,
+//!                   namespace, ingress, service, pod }
+//! ```
+//!
+//! Like the Kubernetes Ingress and Gateway API conformance echo servers, every
+//! answer says which request arrived and which backend answered it, so a test
+//! can assert routing (`service`, `pod`) and request rewriting (`path`, `host`,
+//! `headers`) from the response body alone. A request header
+//! [`STATUS_HEADER`]`: NNN` makes the server answer with that status instead
+//! of 200.
+
+mod config;
+mod error;
+mod reply;
+mod server;
+
+pub use config::EchoConfig;
+pub use error::EchoError;
+pub use reply::{EchoReply, POD_HEADER, STATUS_HEADER};
+pub use server::{EchoServer, serve};

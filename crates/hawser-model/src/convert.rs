@@ -12,10 +12,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::endpoints::SERVICE_NAME_LABEL;
+use crate::service::ANNOTATION_PREFIX;
 use crate::{
-    Endpoint, EndpointPort, EndpointSlice, Ingress, IngressBackend, IngressClass, IngressPath,
-    IngressRule, IngressTls, Kind, ObjectKey, PathType, Secret, Service, ServicePort,
-    ServicePortRef, ServiceType, IS_DEFAULT_CLASS_ANNOTATION,
+    Endpoint, EndpointPort, EndpointSlice, IS_DEFAULT_CLASS_ANNOTATION, Ingress, IngressBackend,
+    IngressClass, IngressPath, IngressRule, IngressTls, Kind, ObjectKey, PathType, Secret, Service,
+    ServicePort, ServicePortRef, ServiceType,
 };
 
 /// The namespace Kubernetes puts a namespaced object in when none is given.
@@ -34,11 +35,22 @@ pub enum ConvertError {
     },
 }
 
+/// `metadata.name`; an empty name is as missing as an absent one (the API server
+/// rejects both).
+fn object_name(kind: Kind, meta: &ObjectMeta) -> Result<String, ConvertError> {
+    meta.name
+        .clone()
+        .filter(|name| !name.is_empty())
+        .ok_or(ConvertError::MissingName { kind })
+}
+
 fn namespaced_key(kind: Kind, meta: &ObjectMeta) -> Result<ObjectKey, ConvertError> {
-    let name = meta.name.clone().ok_or(ConvertError::MissingName { kind })?;
+    let name = object_name(kind, meta)?;
+    // An empty namespace means the default one, as for `kubectl apply`.
     let namespace = meta
         .namespace
         .clone()
+        .filter(|namespace| !namespace.is_empty())
         .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string());
     Ok(ObjectKey::new(namespace, name))
 }
@@ -56,7 +68,8 @@ impl Ingress {
         let kind = Kind::Ingress;
         let key = namespaced_key(kind, &obj.metadata)?;
         let spec = obj.spec.clone().unwrap_or_default();
-        let backend = |b: &networking::IngressBackend| convert_backend(b).map_err(|r| invalid(kind, &key, r));
+        let backend =
+            |b: &networking::IngressBackend| convert_backend(b).map_err(|r| invalid(kind, &key, r));
 
         let default_backend = spec.default_backend.as_ref().map(backend).transpose()?;
         let tls = spec
@@ -76,11 +89,15 @@ impl Ingress {
                     "Exact" => PathType::Exact,
                     "Prefix" => PathType::Prefix,
                     "ImplementationSpecific" => PathType::ImplementationSpecific,
+                    // k8s-openapi reads a missing (required) pathType as "".
+                    "" => return Err(invalid(kind, &key, "a path has no pathType")),
                     other => {
                         return Err(invalid(
                             kind,
                             &key,
-                            format!("pathType {other:?} is not Exact, Prefix or ImplementationSpecific"),
+                            format!(
+                                "pathType {other:?} is not Exact, Prefix or ImplementationSpecific"
+                            ),
                         ));
                     }
                 };
@@ -96,7 +113,11 @@ impl Ingress {
             });
         }
         Ok(Ingress {
-            created: obj.metadata.creation_timestamp.as_ref().map(|t| t.0.to_string()),
+            created: obj
+                .metadata
+                .creation_timestamp
+                .as_ref()
+                .map(|t| t.0.to_string()),
             class_name: spec.ingress_class_name,
             annotations: obj.metadata.annotations.clone().unwrap_or_default(),
             default_backend,
@@ -135,7 +156,7 @@ fn convert_backend(b: &networking::IngressBackend) -> Result<IngressBackend, Str
 impl IngressClass {
     pub fn from_k8s(obj: &networking::IngressClass) -> Result<Self, ConvertError> {
         let kind = Kind::IngressClass;
-        let name = obj.metadata.name.clone().ok_or(ConvertError::MissingName { kind })?;
+        let name = object_name(kind, &obj.metadata)?;
         let is_default = obj
             .metadata
             .annotations
@@ -162,7 +183,13 @@ impl Service {
         let service_type = match spec.type_.as_deref() {
             Some("ExternalName") => match spec.external_name {
                 Some(name) if !name.is_empty() => ServiceType::ExternalName(name),
-                _ => return Err(invalid(kind, &key, "type ExternalName without spec.externalName")),
+                _ => {
+                    return Err(invalid(
+                        kind,
+                        &key,
+                        "type ExternalName without spec.externalName",
+                    ));
+                }
             },
             _ => ServiceType::Endpoints,
         };
@@ -180,8 +207,17 @@ impl Service {
                 protocol: p.protocol.unwrap_or_else(|| "TCP".to_string()),
             })
             .collect();
+        let annotations = obj
+            .metadata
+            .annotations
+            .iter()
+            .flatten()
+            .filter(|(k, _)| k.starts_with(ANNOTATION_PREFIX))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         Ok(Service {
             key,
+            annotations,
             service_type,
             ports,
         })

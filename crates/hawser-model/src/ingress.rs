@@ -26,9 +26,11 @@ pub struct Ingress {
 impl Ingress {
     /// `spec.ingressClassName`, or the legacy class annotation when that is unset.
     pub fn requested_class(&self) -> Option<&str> {
-        self.class_name
-            .as_deref()
-            .or_else(|| self.annotations.get(INGRESS_CLASS_ANNOTATION).map(String::as_str))
+        self.class_name.as_deref().or_else(|| {
+            self.annotations
+                .get(INGRESS_CLASS_ANNOTATION)
+                .map(String::as_str)
+        })
     }
 }
 
@@ -62,9 +64,15 @@ pub enum PathType {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum IngressBackend {
-    Service { name: String, port: ServicePortRef },
+    Service {
+        name: String,
+        port: ServicePortRef,
+    },
     /// A `resource` backend (apiGroup, kind, name). hawser serves Services only.
-    Resource { kind: String, name: String },
+    Resource {
+        kind: String,
+        name: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

@@ -20,12 +20,12 @@ mod service;
 mod store;
 
 pub use convert::ConvertError;
-pub use endpoints::{Endpoint, EndpointPort, EndpointSlice};
+pub use endpoints::{Endpoint, EndpointPort, EndpointSlice, SERVICE_NAME_LABEL};
 pub use ingress::{
-    Ingress, IngressBackend, IngressClass, IngressPath, IngressRule, IngressTls, PathType,
-    ServicePortRef, INGRESS_CLASS_ANNOTATION, IS_DEFAULT_CLASS_ANNOTATION,
+    INGRESS_CLASS_ANNOTATION, IS_DEFAULT_CLASS_ANNOTATION, Ingress, IngressBackend, IngressClass,
+    IngressPath, IngressRule, IngressTls, PathType, ServicePortRef,
 };
 pub use key::{Kind, ObjectKey, ObjectRef};
 pub use secret::Secret;
-pub use service::{Service, ServicePort, ServiceType};
+pub use service::{ANNOTATION_PREFIX, Service, ServicePort, ServiceType};
 pub use store::{Object, Store};

@@ -1,5 +1,7 @@
 //! Service view (`v1`).
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::{ObjectKey, ServicePortRef};
@@ -7,6 +9,8 @@ use crate::{ObjectKey, ServicePortRef};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Service {
     pub key: ObjectKey,
+    /// Only the `hawser.dev/` annotations; the rest are dropped on conversion.
+    pub annotations: BTreeMap<String, String>,
     pub service_type: ServiceType,
     pub ports: Vec<ServicePort>,
 }
@@ -28,6 +32,9 @@ pub struct ServicePort {
     pub target_port: Option<ServicePortRef>,
     pub protocol: String,
 }
+
+/// The prefix of the annotations hawser reads.
+pub const ANNOTATION_PREFIX: &str = "hawser.dev/";
 
 impl Service {
     /// The port an Ingress backend refers to, by number or by name.

@@ -3,9 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::{
-    EndpointSlice, Ingress, IngressClass, Kind, ObjectKey, ObjectRef, Secret, Service,
-};
+use crate::{EndpointSlice, Ingress, IngressClass, Kind, ObjectKey, ObjectRef, Secret, Service};
 
 /// One object of a kind hawser reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,7 +19,9 @@ impl Object {
     pub fn object_ref(&self) -> ObjectRef {
         match self {
             Object::Ingress(o) => ObjectRef::new(Kind::Ingress, o.key.clone()),
-            Object::IngressClass(o) => ObjectRef::new(Kind::IngressClass, ObjectKey::cluster(&o.name)),
+            Object::IngressClass(o) => {
+                ObjectRef::new(Kind::IngressClass, ObjectKey::cluster(&o.name))
+            }
             Object::Service(o) => ObjectRef::new(Kind::Service, o.key.clone()),
             Object::EndpointSlice(o) => ObjectRef::new(Kind::EndpointSlice, o.key.clone()),
             Object::Secret(o) => ObjectRef::new(Kind::Secret, o.key.clone()),
@@ -80,7 +80,10 @@ impl Store {
         let key = &object.key;
         match object.kind {
             Kind::Ingress => self.ingresses.remove(key).map(Object::Ingress),
-            Kind::IngressClass => self.ingress_classes.remove(&key.name).map(Object::IngressClass),
+            Kind::IngressClass => self
+                .ingress_classes
+                .remove(&key.name)
+                .map(Object::IngressClass),
             Kind::Service => self.services.remove(key).map(Object::Service),
             Kind::EndpointSlice => {
                 let slice = self.endpoint_slices.remove(key)?;
@@ -172,9 +175,17 @@ mod tests {
         // The same slice relabelled to another service moves with it.
         store.insert(Object::EndpointSlice(slice("web-2", "api")));
         assert_eq!(store.endpoint_slices_for(&web).count(), 1);
-        assert_eq!(store.endpoint_slices_for(&ObjectKey::new("app", "api")).count(), 1);
+        assert_eq!(
+            store
+                .endpoint_slices_for(&ObjectKey::new("app", "api"))
+                .count(),
+            1
+        );
 
-        store.remove(&ObjectRef::new(Kind::EndpointSlice, ObjectKey::new("app", "web-1")));
+        store.remove(&ObjectRef::new(
+            Kind::EndpointSlice,
+            ObjectKey::new("app", "web-1"),
+        ));
         assert_eq!(store.endpoint_slices_for(&web).count(), 0);
         assert_eq!(store.len(), 1);
     }

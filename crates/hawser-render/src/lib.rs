@@ -1,1 +1,46 @@
-//! Rendering (work in progress).
+//! hawser-render: Kubernetes objects in, HAProxy configuration out.
+//!
+//! ```text
+//!  Store ──► ingress (classes, validation, precedence) ──► RouteTable
+//!              │                                              │
+//!              ├─► backends (Service port + EndpointSlices) ──┼─► Plan ──► templates ──► haproxy.cfg
+//!              └─► tls (Secrets → PEM, crt-list) ─────────────┘     └──────────────────► maps, certs, crt-list
+//! ```
+//!
+//! A render is deterministic: the same store and configuration give the same
+//! bytes. It never fails because of one object: a bad object is rejected with a
+//! [`Diagnostic`] naming it and the rest renders. It fails only when the
+//! configuration or a template is wrong ([`RenderError`]).
+//!
+//! The [`Plan`] states the render's structure (backends, servers, maps,
+//! certificates, crt-lists) so the agent can decide between runtime changes and
+//! a reload without parsing HAProxy text.
+
+mod backends;
+mod config;
+mod engine;
+mod files;
+mod ingress;
+mod library;
+mod plan;
+mod render;
+mod report;
+mod tls;
+pub mod validate;
+
+pub use backends::{BALANCE_ANNOTATION, TIMEOUT_SERVER_ANNOTATION};
+pub use config::{
+    ConfigError, INGRESS_CONTROLLER, RenderConfig, Settings, TemplateConfig, Timeouts,
+};
+pub use files::{FileKind, FileSet, RenderedFile};
+pub use library::{ENTRY_TEMPLATE, EXTENSION_POINTS, LIBRARY};
+pub use plan::{
+    BackendPlan, CertificatePlan, CrtListEntry, CrtListPlan, MapEntry, MapPlan, MatchKind, Plan,
+    ServerPlan, ServerState,
+};
+pub use render::{
+    CONFIG_PATH, EXACT_MAP_PATH, NOT_FOUND_BACKEND, PREFIX_MAP_PATH, RenderError, Rendered,
+    Renderer,
+};
+pub use report::{Diagnostic, Severity};
+pub use tls::{CRT_LIST_PATH, CertificatePem, DEFAULT_CERT_PATH, generate_default_certificate};

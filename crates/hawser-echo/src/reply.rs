@@ -1,0 +1,102 @@
+//! The JSON body every echo answer carries, built from the request's head.
+
+use std::collections::BTreeMap;
+
+use axum::http::{StatusCode, Version, header, request::Parts};
+use serde::{Deserialize, Serialize};
+
+use crate::EchoConfig;
+
+/// Request header that picks the answer's status code (200..=599).
+pub const STATUS_HEADER: &str = "x-echo-status";
+
+/// Response header naming the pod that answered.
+pub const POD_HEADER: &str = "x-echo-pod";
+
+/// What the echo server saw, and who it is; the body of every answer.
+///
+/// Deserializable so end-to-end tests can read answers back into it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EchoReply {
+    /// Path and query exactly as received, e.g. `/a/b?x=1`.
+    pub path: String,
+    /// The `Host` header, or the HTTP/2 `:authority` when there is none.
+    pub host: String,
+    /// Request method, e.g. `GET`.
+    pub method: String,
+    /// Protocol version: `HTTP/1.0`, `HTTP/1.1` or `HTTP/2.0`.
+    pub proto: String,
+    /// Request headers by lowercase name, values in arrival order.
+    pub headers: BTreeMap<String, Vec<String>>,
+    /// The answering server's namespace.
+    pub namespace: String,
+    /// The ingress (or route) the server was deployed for.
+    pub ingress: String,
+    /// The service the server sits behind.
+    pub service: String,
+    /// The answering pod.
+    pub pod: String,
+}
+
+impl EchoReply {
+    /// Describes the request head `parts` as answered by the server `identity`.
+    pub fn new(parts: &Parts, identity: &EchoConfig) -> Self {
+        let host = parts
+            .headers
+            .get(header::HOST)
+            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned())
+            .or_else(|| parts.uri.authority().map(|authority| authority.to_string()))
+            .unwrap_or_default();
+        let mut headers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (name, value) in &parts.headers {
+            headers
+                .entry(name.as_str().to_owned())
+                .or_default()
+                .push(String::from_utf8_lossy(value.as_bytes()).into_owned());
+        }
+        Self {
+            path: parts
+                .uri
+                .path_and_query()
+                .map_or_else(|| "/".to_owned(), |pq| pq.as_str().to_owned()),
+            host,
+            method: parts.method.as_str().to_owned(),
+            proto: proto_name(parts.version).to_owned(),
+            headers,
+            namespace: identity.namespace.clone(),
+            ingress: identity.ingress.clone(),
+            service: identity.service.clone(),
+            pod: identity.pod.clone(),
+        }
+    }
+}
+
+/// The status the client asked for with [`STATUS_HEADER`], 200 when it asked
+/// for none, or a message saying why the header's value is unusable.
+pub(crate) fn requested_status(parts: &Parts) -> Result<StatusCode, String> {
+    let Some(value) = parts.headers.get(STATUS_HEADER) else {
+        return Ok(StatusCode::OK);
+    };
+    let text = String::from_utf8_lossy(value.as_bytes());
+    // 1xx are not final answers, so hyper cannot send them as one.
+    text.trim()
+        .parse::<u16>()
+        .ok()
+        .filter(|code| (200..=599).contains(code))
+        .and_then(|code| StatusCode::from_u16(code).ok())
+        .ok_or_else(|| {
+            format!("invalid {STATUS_HEADER} {text:?}: expected a status code in 200..=599\n")
+        })
+}
+
+/// The Go-style protocol name the conformance echo servers report.
+fn proto_name(version: Version) -> &'static str {
+    match version {
+        Version::HTTP_09 => "HTTP/0.9",
+        Version::HTTP_10 => "HTTP/1.0",
+        Version::HTTP_11 => "HTTP/1.1",
+        Version::HTTP_2 => "HTTP/2.0",
+        Version::HTTP_3 => "HTTP/3.0",
+        _ => "unknown",
+    }
+}

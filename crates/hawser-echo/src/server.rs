@@ -1,0 +1,97 @@
+//! The listener and the one handler that answers every request.
+
+use std::{future::Future, net::SocketAddr, sync::Arc};
+
+use axum::{
+    Json, Router,
+    extract::{Request, State},
+    http::{HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+};
+use tokio::net::TcpListener;
+
+use crate::{
+    EchoConfig, EchoError,
+    reply::{self, EchoReply, POD_HEADER},
+};
+
+/// Request bodies are read (so HTTP/1.1 connections stay reusable) but not
+/// echoed; past this size the connection is simply closed after the answer.
+const BODY_DRAIN_LIMIT: usize = 1024 * 1024;
+
+/// A bound echo server, not yet serving.
+///
+/// Binding first lets tests listen on port 0 and learn the real address
+/// before any request is sent.
+#[derive(Debug)]
+pub struct EchoServer {
+    listener: TcpListener,
+    addr: SocketAddr,
+    identity: Arc<EchoConfig>,
+}
+
+impl EchoServer {
+    /// Binds `config.listen`.
+    pub async fn bind(config: EchoConfig) -> Result<Self, EchoError> {
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| EchoError::Bind {
+                    addr: config.listen,
+                    source,
+                })?;
+        let addr = listener.local_addr().map_err(EchoError::LocalAddr)?;
+        Ok(Self {
+            listener,
+            addr,
+            identity: Arc::new(config),
+        })
+    }
+
+    /// The address actually bound (the chosen port when listening on port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves HTTP/1.1 and h2c (prior knowledge) until `shutdown` resolves,
+    /// then lets in-flight requests finish.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), EchoError> {
+        let addr = self.addr;
+        let router = Router::new().fallback(echo).with_state(self.identity);
+        tracing::info!(%addr, "echo server listening");
+        axum::serve(self.listener, router)
+            .with_graceful_shutdown(shutdown)
+            .await
+            .map_err(|source| EchoError::Serve { addr, source })?;
+        tracing::info!(%addr, "echo server stopped");
+        Ok(())
+    }
+}
+
+/// Binds `config.listen` and serves until `shutdown` resolves.
+pub async fn serve(
+    config: EchoConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), EchoError> {
+    EchoServer::bind(config).await?.run(shutdown).await
+}
+
+/// Answers any method on any path with the [`EchoReply`] for the request.
+async fn echo(State(identity): State<Arc<EchoConfig>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let reply = EchoReply::new(&parts, &identity);
+    tracing::debug!(method = %reply.method, path = %reply.path, host = %reply.host, "echo");
+    // Ignoring the result: an oversized or broken body only costs the connection.
+    let _ = axum::body::to_bytes(body, BODY_DRAIN_LIMIT).await;
+    let mut response = match reply::requested_status(&parts) {
+        Ok(status) => (status, Json(reply)).into_response(),
+        Err(message) => (StatusCode::BAD_REQUEST, message).into_response(),
+    };
+    if let Ok(pod) = HeaderValue::from_str(&identity.pod) {
+        response.headers_mut().insert(POD_HEADER, pod);
+    }
+    response
+}

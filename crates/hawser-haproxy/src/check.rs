@@ -1,0 +1,84 @@
+//! `haproxy -c`: validating a staged configuration tree before it is loaded.
+
+mod output;
+
+use std::{path::Path, process::Stdio};
+
+use tokio::process::Command;
+
+use crate::{HaproxyBinary, HaproxyError};
+
+/// What a passing check had to say.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// HAProxy's `[WARNING]` messages (with their `|` continuation lines),
+    /// pid stripped; empty for a clean configuration.
+    pub warnings: Vec<String>,
+}
+
+impl HaproxyBinary {
+    /// Runs `haproxy -c -C <tree> -f <config>`, so `config` and every relative
+    /// path inside it (maps, certificates, error files) resolve in `tree`.
+    ///
+    /// Returns the warnings when HAProxy accepts the configuration, and
+    /// [`HaproxyError::CheckFailed`] with its alerts and the first location
+    /// they name when it does not. A check still running after
+    /// [`HaproxyBinary::check_timeout`] is killed and reported as
+    /// [`HaproxyError::CheckTimedOut`].
+    pub async fn check(
+        &self,
+        tree: impl AsRef<Path>,
+        config: impl AsRef<Path>,
+    ) -> Result<CheckReport, HaproxyError> {
+        let tree = tree.as_ref();
+        let spawn_error = |source| HaproxyError::Spawn {
+            path: self.path().to_owned(),
+            source,
+        };
+        // No `-q`: it would also silence the alerts the caller needs.
+        let child = Command::new(self.path())
+            .arg("-c")
+            .arg("-C")
+            .arg(tree)
+            .arg("-f")
+            .arg(config.as_ref())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Dropping the wait on timeout then kills the check.
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(spawn_error)?;
+        let finished = tokio::time::timeout(self.check_timeout(), child.wait_with_output()).await;
+        let Ok(finished) = finished else {
+            return Err(HaproxyError::CheckTimedOut {
+                tree: tree.to_owned(),
+                timeout: self.check_timeout(),
+            });
+        };
+        let result = finished.map_err(spawn_error)?;
+
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&result.stderr),
+            String::from_utf8_lossy(&result.stdout)
+        );
+        let messages = output::Messages::parse(&text);
+        if result.status.success() {
+            return Ok(CheckReport {
+                warnings: messages.warnings,
+            });
+        }
+        let (file, line) = messages
+            .alerts
+            .iter()
+            .find_map(|alert| output::location(alert))
+            .unzip();
+        let output = if messages.alerts.is_empty() {
+            messages.fallback(&result.status)
+        } else {
+            messages.alerts.join("\n")
+        };
+        Err(HaproxyError::CheckFailed { output, file, line })
+    }
+}

@@ -1,0 +1,235 @@
+//! The `backends` library's Rust half: a Service port and its EndpointSlices
+//! become one HAProxy backend with one server per endpoint.
+//!
+//! Server names come from the endpoint (`ep_<address>_<port>`), not from its
+//! position, so a reordered EndpointSlice renames nothing and the agent can
+//! apply endpoint churn as runtime changes.
+
+use std::collections::BTreeMap;
+
+use hawser_model::{
+    Kind, ObjectKey, ObjectRef, Service, ServicePort, ServicePortRef, ServiceType, Store,
+};
+
+use crate::plan::{BackendPlan, ServerPlan, ServerState};
+use crate::report::Diagnostics;
+use crate::validate;
+
+/// The annotation that picks a Service's balance algorithm.
+pub const BALANCE_ANNOTATION: &str = "hawser.dev/balance";
+/// The annotation that sets a Service's `timeout server`.
+pub const TIMEOUT_SERVER_ANNOTATION: &str = "hawser.dev/timeout-server";
+const BALANCE_ALGORITHMS: &[&str] = &["roundrobin", "leastconn", "first", "source", "random"];
+const DEFAULT_WEIGHT: u16 = 1;
+
+/// A Service port as a route refers to it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct BackendKey {
+    pub namespace: String,
+    pub service: String,
+    pub port: ServicePortRef,
+}
+
+impl BackendKey {
+    /// Unambiguous, since namespaces, names and port names hold no `_`.
+    pub fn name(&self) -> String {
+        format!("be_{}_{}_{}", self.namespace, self.service, self.port)
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        validate::label_name("namespace", &self.namespace)?;
+        validate::label_name("backend service name", &self.service)?;
+        match &self.port {
+            ServicePortRef::Number(n) => validate::port("backend service port", *n).map(|_| ()),
+            ServicePortRef::Name(name) => {
+                let ok = !name.is_empty()
+                    && name.len() <= 15
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+                if ok {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "backend service port name {name:?} is not a valid port name"
+                    ))
+                }
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "Service {}/{} port {}",
+            self.namespace, self.service, self.port
+        )
+    }
+}
+
+/// Backend-wide settings a Service asks for through annotations.
+struct ServiceSettings {
+    balance: String,
+    timeout_server: Option<String>,
+}
+
+fn service_settings(service: &Service) -> Result<ServiceSettings, String> {
+    let mut settings = ServiceSettings {
+        balance: "roundrobin".to_string(),
+        timeout_server: None,
+    };
+    for (key, value) in &service.annotations {
+        match key.as_str() {
+            BALANCE_ANNOTATION => {
+                if !BALANCE_ALGORITHMS.contains(&value.as_str()) {
+                    return Err(format!(
+                        "annotation {key}: {value:?} is not one of {}",
+                        BALANCE_ALGORITHMS.join(", ")
+                    ));
+                }
+                settings.balance = value.clone();
+            }
+            TIMEOUT_SERVER_ANNOTATION => {
+                validate::duration(&format!("annotation {key}:"), value)?;
+                settings.timeout_server = Some(value.clone());
+            }
+            _ => return Err(format!("annotation {key} is not one hawser knows")),
+        }
+    }
+    Ok(settings)
+}
+
+/// One backend per referenced Service port. A missing Service or port still
+/// gets a backend (with no servers, so HAProxy answers 503) and a warning.
+pub(crate) fn backend_plans(
+    store: &Store,
+    referenced: &BTreeMap<BackendKey, ObjectRef>,
+    diags: &mut Diagnostics,
+) -> Vec<BackendPlan> {
+    let mut rejected_services = BTreeMap::new();
+    let mut plans: Vec<BackendPlan> = referenced
+        .iter()
+        .map(|(key, referrer)| {
+            let mut plan = BackendPlan {
+                name: key.name(),
+                source: key.describe(),
+                balance: "roundrobin".to_string(),
+                timeout_server: None,
+                servers: Vec::new(),
+            };
+            let service_key = ObjectKey::new(&key.namespace, &key.service);
+            let Some(service) = store.service(&service_key) else {
+                diags.warn(
+                    referrer,
+                    format!("{} does not exist; it answers 503", key.describe()),
+                );
+                return plan;
+            };
+            let service_ref = ObjectRef::new(Kind::Service, service_key);
+            let settings = match service_settings(service) {
+                Ok(settings) => settings,
+                Err(reason) => {
+                    rejected_services.insert(service_ref, reason);
+                    return plan;
+                }
+            };
+            plan.balance = settings.balance;
+            plan.timeout_server = settings.timeout_server;
+            let Some(port) = service.port(&key.port) else {
+                diags.warn(
+                    referrer,
+                    format!("{} has no such port; it answers 503", key.describe()),
+                );
+                return plan;
+            };
+            plan.servers = match &service.service_type {
+                ServiceType::Endpoints => endpoint_servers(store, service, port, diags),
+                ServiceType::ExternalName(host) => external_server(&service_ref, host, port, diags),
+            };
+            plan
+        })
+        .collect();
+    for (service, reason) in rejected_services {
+        diags.reject(&service, format!("{reason}; its backends answer 503"));
+    }
+    plans.sort_by(|a, b| a.name.cmp(&b.name));
+    plans
+}
+
+/// Ready endpoints become servers. When none is ready, serving endpoints that
+/// are terminating are used instead, as kube-proxy does, rather than failing.
+fn endpoint_servers(
+    store: &Store,
+    service: &Service,
+    port: &ServicePort,
+    diags: &mut Diagnostics,
+) -> Vec<ServerPlan> {
+    let mut ready = BTreeMap::new();
+    let mut fallback = BTreeMap::new();
+    for slice in store.endpoint_slices_for(&service.key) {
+        let slice_ref = ObjectRef::new(Kind::EndpointSlice, slice.key.clone());
+        let Some(slice_port) = slice.ports.iter().find(|p| p.name == port.name) else {
+            continue;
+        };
+        let endpoint_port = match validate::port("endpoint port", slice_port.port) {
+            Ok(p) => p,
+            Err(reason) => {
+                diags.warn(&slice_ref, reason);
+                continue;
+            }
+        };
+        for endpoint in &slice.endpoints {
+            let target = if endpoint.ready {
+                &mut ready
+            } else if endpoint.serving {
+                &mut fallback
+            } else {
+                continue;
+            };
+            for address in &endpoint.addresses {
+                match validate::ip_address(address) {
+                    Ok(address) => {
+                        let server = server(address, endpoint_port, false);
+                        target.insert(server.name.clone(), server);
+                    }
+                    Err(reason) => diags.warn(&slice_ref, format!("{reason}; endpoint skipped")),
+                }
+            }
+        }
+    }
+    let chosen = if ready.is_empty() { fallback } else { ready };
+    chosen.into_values().collect()
+}
+
+fn external_server(
+    service: &ObjectRef,
+    host: &str,
+    port: &ServicePort,
+    diags: &mut Diagnostics,
+) -> Vec<ServerPlan> {
+    if let Err(reason) = validate::subdomain_name("externalName", host) {
+        diags.reject(service, format!("{reason}; its backends answer 503"));
+        return Vec::new();
+    }
+    let number = match &port.target_port {
+        Some(ServicePortRef::Number(n)) => *n,
+        _ => port.port,
+    };
+    match validate::port("port", number) {
+        Ok(p) => vec![server(host.to_string(), p, true)],
+        Err(reason) => {
+            diags.reject(service, reason);
+            Vec::new()
+        }
+    }
+}
+
+fn server(address: String, port: u16, resolve: bool) -> ServerPlan {
+    ServerPlan {
+        name: format!("ep_{address}_{port}"),
+        address,
+        port,
+        weight: DEFAULT_WEIGHT,
+        state: ServerState::Ready,
+        resolve,
+    }
+}

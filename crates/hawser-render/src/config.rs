@@ -1,0 +1,246 @@
+//! What a user can set: the settings templates read, template overrides and
+//! snippets. Read from YAML (`--config FILE` locally; the `HawserConfig`
+//! resource in a cluster), defaulted field by field, validated once.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::library::{EXTENSION_POINTS, LIBRARY};
+use crate::validate;
+
+/// The controller name hawser's IngressClasses carry in `spec.controller`.
+pub const INGRESS_CONTROLLER: &str = "hawser.dev/ingress-controller";
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct RenderConfig {
+    pub settings: Settings,
+    pub templates: TemplateConfig,
+}
+
+/// Settings the library templates read (as `settings.<field>` in snake_case).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct Settings {
+    /// Address the frontends bind; empty binds every address.
+    pub bind_address: String,
+    pub http_port: u16,
+    pub https_port: u16,
+    pub maxconn: u32,
+    pub timeouts: Timeouts,
+    /// Where HAProxy logs, as the `log` directive's arguments.
+    pub log_target: String,
+    /// A custom `log-format`; HAProxy's HTTP log format when unset.
+    pub log_format: Option<String>,
+    /// `namespace/name` of a TLS Secret served when no SNI matches; a
+    /// generated self-signed certificate otherwise.
+    pub default_certificate: Option<String>,
+    /// The `spec.controller` of the IngressClasses hawser serves.
+    pub ingress_controller: String,
+    /// Free-form values for your own templates and snippets (`settings.values.x`).
+    pub values: BTreeMap<String, String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            bind_address: String::new(),
+            http_port: 80,
+            https_port: 443,
+            maxconn: 10_000,
+            timeouts: Timeouts::default(),
+            log_target: "stdout format raw local0".to_string(),
+            log_format: None,
+            default_certificate: None,
+            ingress_controller: INGRESS_CONTROLLER.to_string(),
+            values: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct Timeouts {
+    pub connect: String,
+    pub client: String,
+    pub server: String,
+    pub http_request: String,
+    pub http_keep_alive: String,
+    pub queue: String,
+    pub tunnel: String,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect: "5s".to_string(),
+            client: "50s".to_string(),
+            server: "50s".to_string(),
+            http_request: "10s".to_string(),
+            http_keep_alive: "5s".to_string(),
+            queue: "30s".to_string(),
+            tunnel: "1h".to_string(),
+        }
+    }
+}
+
+/// Template overrides (by library template name) and snippets (by name; a
+/// snippet named `<point>-<anything>` is rendered at extension point `<point>`,
+/// in name order).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct TemplateConfig {
+    pub overrides: BTreeMap<String, String>,
+    pub snippets: BTreeMap<String, String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("config is not valid YAML for hawser: {0}")]
+    Parse(String),
+    #[error("config setting {field}: {reason}")]
+    Invalid { field: String, reason: String },
+}
+
+impl RenderConfig {
+    /// Parses and validates a config file's text. An empty file is the defaults.
+    pub fn from_yaml(text: &str) -> Result<Self, ConfigError> {
+        let config: Option<RenderConfig> =
+            serde_saphyr::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+        let config = config.unwrap_or_default();
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let s = &self.settings;
+        let invalid = |field: &str, reason: String| ConfigError::Invalid {
+            field: field.to_string(),
+            reason,
+        };
+        if s.http_port == 0 || s.https_port == 0 || s.http_port == s.https_port {
+            return Err(invalid(
+                "httpPort/httpsPort",
+                format!(
+                    "must be two different ports, got {} and {}",
+                    s.http_port, s.https_port
+                ),
+            ));
+        }
+        if !s.bind_address.is_empty() && s.bind_address.parse::<std::net::IpAddr>().is_err() {
+            return Err(invalid(
+                "bindAddress",
+                format!("{:?} is not an IP address", s.bind_address),
+            ));
+        }
+        let t = &s.timeouts;
+        for (field, value) in [
+            ("timeouts.connect", &t.connect),
+            ("timeouts.client", &t.client),
+            ("timeouts.server", &t.server),
+            ("timeouts.httpRequest", &t.http_request),
+            ("timeouts.httpKeepAlive", &t.http_keep_alive),
+            ("timeouts.queue", &t.queue),
+            ("timeouts.tunnel", &t.tunnel),
+        ] {
+            validate::duration("value", value).map_err(|e| invalid(field, e))?;
+        }
+        for (field, value) in [
+            ("logTarget", Some(&s.log_target)),
+            ("logFormat", s.log_format.as_ref()),
+        ] {
+            if let Some(value) = value
+                && value.chars().any(|c| c.is_control())
+            {
+                return Err(invalid(field, "must be one line".to_string()));
+            }
+        }
+        if let Some(cert) = &s.default_certificate {
+            let ok = cert.split_once('/').is_some_and(|(ns, name)| {
+                validate::label_name("namespace", ns).is_ok()
+                    && validate::subdomain_name("name", name).is_ok()
+            });
+            if !ok {
+                return Err(invalid(
+                    "defaultCertificate",
+                    format!("{cert:?} is not namespace/name"),
+                ));
+            }
+        }
+        for name in self.templates.overrides.keys() {
+            if !LIBRARY.iter().any(|(library_name, _)| library_name == name) {
+                let known: Vec<&str> = LIBRARY.iter().map(|(n, _)| *n).collect();
+                return Err(invalid(
+                    "templates.overrides",
+                    format!(
+                        "{name:?} is no library template; these are: {}",
+                        known.join(", ")
+                    ),
+                ));
+            }
+        }
+        for name in self.templates.snippets.keys() {
+            let point_ok = EXTENSION_POINTS.iter().any(|p| {
+                name.strip_prefix(p)
+                    .is_some_and(|rest| rest.starts_with('-'))
+            });
+            if !point_ok {
+                return Err(invalid(
+                    "templates.snippets",
+                    format!(
+                        "{name:?} must start with an extension point and '-': {}",
+                        EXTENSION_POINTS.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_config_is_the_defaults() {
+        assert_eq!(
+            RenderConfig::from_yaml("").expect("empty"),
+            RenderConfig::default()
+        );
+    }
+
+    #[test]
+    fn partial_settings_keep_other_defaults() {
+        let config =
+            RenderConfig::from_yaml("settings:\n  httpPort: 8080\n  timeouts:\n    server: 2m\n")
+                .expect("valid");
+        assert_eq!(config.settings.http_port, 8080);
+        assert_eq!(config.settings.https_port, 443);
+        assert_eq!(config.settings.timeouts.server, "2m");
+        assert_eq!(config.settings.timeouts.client, "50s");
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        for (yaml, needle) in [
+            ("settings:\n  httpPort: 443\n", "httpPort"),
+            (
+                "settings:\n  timeouts:\n    client: \"5s\\nbind :1\"\n",
+                "timeouts.client",
+            ),
+            ("settings:\n  logFormat: \"a\\nb\"\n", "logFormat"),
+            (
+                "settings:\n  defaultCertificate: nope\n",
+                "defaultCertificate",
+            ),
+            ("settings:\n  nosuch: 1\n", "nosuch"),
+            ("templates:\n  overrides:\n    nope.j2: x\n", "nope.j2"),
+            ("templates:\n  snippets:\n    misc: x\n", "misc"),
+        ] {
+            let err = RenderConfig::from_yaml(yaml).expect_err(yaml).to_string();
+            assert!(err.contains(needle), "{yaml}: {err}");
+        }
+    }
+}

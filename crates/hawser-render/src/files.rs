@@ -1,0 +1,83 @@
+//! The rendered file set: every file of one version, by relative path.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+/// What a file is for; the agent treats each kind differently (maps and
+/// certificates can change at runtime, the config cannot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FileKind {
+    Config,
+    Map,
+    Certificate,
+    CrtList,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+pub struct RenderedFile {
+    pub kind: FileKind,
+    pub content: Vec<u8>,
+}
+
+impl RenderedFile {
+    /// Certificates hold private keys: written 0600, never printed.
+    pub fn is_secret(&self) -> bool {
+        self.kind == FileKind::Certificate
+    }
+
+    /// The Unix mode the file is written with.
+    pub fn mode(&self) -> u32 {
+        if self.is_secret() { 0o600 } else { 0o644 }
+    }
+}
+
+impl std::fmt::Debug for RenderedFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RenderedFile")
+            .field("kind", &self.kind)
+            .field("bytes", &self.content.len())
+            .finish()
+    }
+}
+
+/// Relative path → file, sorted, so iteration and output are deterministic.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileSet {
+    files: BTreeMap<String, RenderedFile>,
+}
+
+impl FileSet {
+    pub fn insert(&mut self, path: impl Into<String>, kind: FileKind, content: impl Into<Vec<u8>>) {
+        self.files.insert(
+            path.into(),
+            RenderedFile {
+                kind,
+                content: content.into(),
+            },
+        );
+    }
+
+    pub fn get(&self, path: &str) -> Option<&RenderedFile> {
+        self.files.get(path)
+    }
+
+    /// The file's content as text, for configs and maps.
+    pub fn text(&self, path: &str) -> Option<&str> {
+        self.get(path)
+            .and_then(|f| std::str::from_utf8(&f.content).ok())
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &RenderedFile)> {
+        self.files.iter().map(|(p, f)| (p.as_str(), f))
+    }
+
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+}

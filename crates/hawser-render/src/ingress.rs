@@ -1,0 +1,289 @@
+//! The Rust half of the `ingress` library: which Ingresses are ours, and the
+//! routing table their rules make, with Kubernetes' semantics.
+//!
+//! ```text
+//!  Ingresses ──class──► owned ──validate──► routes ──precedence──► RouteTable
+//!                         │         │                                (exact map, prefix map,
+//!                   ignored      rejected (the whole object)          default backend, TLS)
+//! ```
+//!
+//! Routing is expressed as two HAProxy maps keyed by `<host><path>`, where host
+//! is an exact host, a `*.parent` wildcard or empty (any host):
+//!
+//! - the **exact** map (`map_str`) holds Exact paths, plus every Prefix path as
+//!   an exact key (a prefix matches itself); an Exact path wins over a Prefix
+//!   path with the same text, as the Ingress spec requires;
+//! - the **prefix** map (`map_beg`) holds `<host><prefix>/` for each Prefix path
+//!   (and `<host>/` for `/`), so matching is element-wise: `/foo` matches
+//!   `/foo` and `/foo/bar`, never `/foobar`. Entries are written longest first,
+//!   so the longest prefix wins.
+//!
+//! The frontend looks up the request's exact host, then its one-label wildcard,
+//! then host-less rules, each exact before prefix; then the default backend.
+//! When two Ingresses claim the same host and path, the older one (then the
+//! lower namespace/name) keeps it and the other gets a warning.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use hawser_model::{Ingress, IngressBackend, Kind, ObjectKey, ObjectRef, PathType, Store};
+
+use crate::backends::BackendKey;
+use crate::report::{Diagnostics, Severity};
+use crate::validate;
+
+/// One entry of a routing map, and who put it there.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub backend: String,
+    /// Set for entries from `pathType: Exact`, which outrank Prefix entries.
+    pub exact_type: bool,
+    pub owner: ObjectRef,
+}
+
+/// A TLS Secret as the Ingresses use it.
+#[derive(Debug, Default)]
+pub(crate) struct TlsUse {
+    /// SNI names to serve the certificate for.
+    pub hosts: BTreeSet<String>,
+    /// An Ingress named the Secret without hosts: serve it for its own names.
+    pub own_names: bool,
+    pub referrers: BTreeSet<ObjectRef>,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct RouteTable {
+    pub exact: BTreeMap<String, Target>,
+    pub prefix: BTreeMap<String, Target>,
+    pub default_backend: Option<BackendKey>,
+    /// Every backend a route or default backend uses, with the first object
+    /// that asked for it (named in warnings about it).
+    pub backends: BTreeMap<BackendKey, ObjectRef>,
+    pub tls: BTreeMap<ObjectKey, TlsUse>,
+}
+
+/// A validated route of one Ingress, before precedence is applied.
+struct Route {
+    host: String,
+    path: String,
+    path_type: PathType,
+    backend: BackendKey,
+}
+
+/// Builds the routing table from the Ingresses this controller owns.
+pub(crate) fn route_table(store: &Store, controller: &str, diags: &mut Diagnostics) -> RouteTable {
+    let mut table = RouteTable::default();
+    let mut owned: Vec<&Ingress> = Vec::new();
+    let default_class = store
+        .ingress_classes()
+        .any(|c| c.controller == controller && c.is_default);
+    for ingress in store.ingresses() {
+        let object = ObjectRef::new(Kind::Ingress, ingress.key.clone());
+        match ingress.requested_class() {
+            Some(class) => {
+                let ours = store
+                    .ingress_classes()
+                    .any(|c| c.name == class && c.controller == controller);
+                if ours {
+                    owned.push(ingress);
+                } else {
+                    let why =
+                        format!("IngressClass {class:?} is not one with controller {controller:?}");
+                    diags.push(Severity::Ignored, &object, why);
+                }
+            }
+            None if default_class => owned.push(ingress),
+            None => {
+                let why = format!(
+                    "it names no IngressClass and no IngressClass with controller {controller:?} is marked default"
+                );
+                diags.push(Severity::Ignored, &object, why);
+            }
+        }
+    }
+    // Oldest first, then by namespace/name: the order in which claims are honoured.
+    owned.sort_by(|a, b| (&a.created, &a.key).cmp(&(&b.created, &b.key)));
+
+    for ingress in owned {
+        let object = ObjectRef::new(Kind::Ingress, ingress.key.clone());
+        match validated_routes(ingress) {
+            Ok((routes, default_backend)) => {
+                add_routes(&mut table, &object, routes, diags);
+                if let Some(backend) = default_backend {
+                    set_default_backend(&mut table, &object, backend, diags);
+                }
+                add_tls(&mut table, &object, ingress);
+            }
+            Err(reason) => diags.reject(&object, reason),
+        }
+    }
+    table
+}
+
+/// Checks every host, path and backend of an Ingress; one bad value rejects it whole.
+fn validated_routes(ingress: &Ingress) -> Result<(Vec<Route>, Option<BackendKey>), String> {
+    let namespace = &ingress.key.namespace;
+    let mut routes = Vec::new();
+    for rule in &ingress.rules {
+        if let Some(host) = &rule.host {
+            validate::host(host)?;
+        }
+        for p in &rule.paths {
+            let path = match (p.path_type, p.path.as_deref()) {
+                (PathType::Exact, None | Some("")) => {
+                    return Err("a path of type Exact needs a path".to_string());
+                }
+                (_, None | Some("")) => "/".to_string(),
+                (_, Some(path)) => path.to_string(),
+            };
+            validate::path(&path)?;
+            routes.push(Route {
+                host: rule.host.clone().unwrap_or_default(),
+                path,
+                path_type: p.path_type,
+                backend: backend_key(namespace, &p.backend)?,
+            });
+        }
+    }
+    for tls in &ingress.tls {
+        for host in &tls.hosts {
+            validate::host(host).map_err(|e| format!("tls: {e}"))?;
+        }
+        if let Some(secret) = &tls.secret_name {
+            validate::subdomain_name("tls secretName", secret)?;
+        }
+    }
+    let default_backend = ingress
+        .default_backend
+        .as_ref()
+        .map(|b| backend_key(namespace, b).map_err(|e| format!("defaultBackend: {e}")))
+        .transpose()?;
+    Ok((routes, default_backend))
+}
+
+fn backend_key(namespace: &str, backend: &IngressBackend) -> Result<BackendKey, String> {
+    match backend {
+        IngressBackend::Service { name, port } => {
+            let key = BackendKey {
+                namespace: namespace.to_string(),
+                service: name.clone(),
+                port: port.clone(),
+            };
+            key.validate()?;
+            Ok(key)
+        }
+        IngressBackend::Resource { kind, name } => Err(format!(
+            "backend resource {kind} {name:?} is not supported; hawser routes to Services"
+        )),
+    }
+}
+
+fn add_routes(
+    table: &mut RouteTable,
+    object: &ObjectRef,
+    routes: Vec<Route>,
+    diags: &mut Diagnostics,
+) {
+    for route in routes {
+        let backend = route.backend.name();
+        table
+            .backends
+            .entry(route.backend)
+            .or_insert_with(|| object.clone());
+        let target = |exact_type| Target {
+            backend: backend.clone(),
+            exact_type,
+            owner: object.clone(),
+        };
+        let whole = format!("{}{}", route.host, route.path);
+        if route.path_type == PathType::Exact {
+            claim_exact(&mut table.exact, whole, target(true), diags);
+            continue;
+        }
+        // Prefix and ImplementationSpecific: element-wise prefix; a trailing '/' is ignored.
+        let prefix = route.path.trim_end_matches('/');
+        let key = format!("{}{}", route.host, prefix);
+        if !prefix.is_empty() {
+            claim_exact(&mut table.exact, key.clone(), target(false), diags);
+        }
+        claim(&mut table.prefix, format!("{key}/"), target(false), diags);
+    }
+}
+
+/// An Exact entry replaces a Prefix one for the same key; otherwise the first claim stays.
+fn claim_exact(
+    map: &mut BTreeMap<String, Target>,
+    key: String,
+    target: Target,
+    diags: &mut Diagnostics,
+) {
+    if let Some(existing) = map.get(&key)
+        && target.exact_type
+        && !existing.exact_type
+    {
+        map.insert(key, target);
+        return;
+    }
+    if !target.exact_type && map.get(&key).is_some_and(|existing| existing.exact_type) {
+        return; // an Exact path outranks this prefix at the same path; not a conflict
+    }
+    claim(map, key, target, diags);
+}
+
+fn claim(map: &mut BTreeMap<String, Target>, key: String, target: Target, diags: &mut Diagnostics) {
+    match map.get(&key) {
+        None => {
+            map.insert(key, target);
+        }
+        Some(existing) if existing.backend == target.backend => {}
+        Some(existing) if existing.owner == target.owner => {
+            let message = format!("route {key:?} is given twice; the first one is served");
+            diags.warn(&target.owner, message);
+        }
+        Some(existing) => {
+            let message = format!(
+                "route {key:?} is already claimed by older {}; that one is served",
+                existing.owner
+            );
+            diags.warn(&target.owner, message);
+        }
+    }
+}
+
+fn set_default_backend(
+    table: &mut RouteTable,
+    object: &ObjectRef,
+    backend: BackendKey,
+    diags: &mut Diagnostics,
+) {
+    if table.default_backend.is_some() {
+        diags.warn(
+            object,
+            "defaultBackend ignored: an older Ingress already sets the default backend",
+        );
+        return;
+    }
+    table
+        .backends
+        .entry(backend.clone())
+        .or_insert_with(|| object.clone());
+    table.default_backend = Some(backend);
+}
+
+fn add_tls(table: &mut RouteTable, object: &ObjectRef, ingress: &Ingress) {
+    for tls in &ingress.tls {
+        // Without a secretName, the hosts are served with the default certificate.
+        let Some(secret) = &tls.secret_name else {
+            continue;
+        };
+        let entry = table
+            .tls
+            .entry(ObjectKey::new(&ingress.key.namespace, secret))
+            .or_default();
+        entry.hosts.extend(tls.hosts.iter().cloned());
+        entry.own_names |= tls.hosts.is_empty();
+        entry.referrers.insert(object.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests;

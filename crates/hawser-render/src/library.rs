@@ -1,0 +1,36 @@
+//! The template libraries, embedded at build time from `libraries/`.
+//!
+//! | library  | template              | what it writes                          |
+//! |----------|-----------------------|-----------------------------------------|
+//! | base     | `base/haproxy.cfg`    | global, defaults, frontend skeleton      |
+//! | ingress  | `ingress/routing.cfg` | host/path routing through maps           |
+//! | backends | `backends/backends.cfg` | one backend per Service port          |
+//! | ssl      | `ssl/bind.cfg`        | the HTTPS listener on the crt-list       |
+//!
+//! Any of them can be replaced by name through `templates.overrides`.
+
+/// The template haproxy.cfg is rendered from.
+pub const ENTRY_TEMPLATE: &str = "base/haproxy.cfg";
+
+/// Library templates by name.
+pub const LIBRARY: &[(&str, &str)] = &[
+    (
+        ENTRY_TEMPLATE,
+        include_str!("../../../libraries/base/haproxy.cfg.j2"),
+    ),
+    (
+        "ingress/routing.cfg",
+        include_str!("../../../libraries/ingress/routing.cfg.j2"),
+    ),
+    (
+        "backends/backends.cfg",
+        include_str!("../../../libraries/backends/backends.cfg.j2"),
+    ),
+    (
+        "ssl/bind.cfg",
+        include_str!("../../../libraries/ssl/bind.cfg.j2"),
+    ),
+];
+
+/// Where snippets go: a snippet named `<point>-<name>` is rendered at `<point>`.
+pub const EXTENSION_POINTS: &[&str] = &["global", "defaults", "frontend", "sections"];

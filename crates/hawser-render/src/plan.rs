@@ -1,0 +1,130 @@
+//! The structured plan: what a render contains, stated as data.
+//!
+//! The agent decides between runtime API operations and a reload by comparing
+//! plans, never by re-parsing HAProxy text. The renderer builds the plan first;
+//! templates then write haproxy.cfg from it, and map and crt-list files are
+//! written from it directly, so the plan and the files cannot disagree.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Plan {
+    /// Sorted by name.
+    pub backends: Vec<BackendPlan>,
+    /// Sorted by path.
+    pub maps: Vec<MapPlan>,
+    /// Sorted by path.
+    pub certificates: Vec<CertificatePlan>,
+    pub crt_lists: Vec<CrtListPlan>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BackendPlan {
+    /// The HAProxy backend name (`be_<namespace>_<service>_<port>`).
+    pub name: String,
+    /// What the backend serves, for comments and error messages
+    /// (`Service app/web port 80`).
+    pub source: String,
+    pub balance: String,
+    /// `timeout server` for this backend, when the Service sets one.
+    pub timeout_server: Option<String>,
+    /// Sorted by name; names are derived from the endpoint, so they survive reorders.
+    pub servers: Vec<ServerPlan>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ServerPlan {
+    pub name: String,
+    /// An IP address, or a DNS name for an ExternalName Service.
+    pub address: String,
+    pub port: u16,
+    pub weight: u16,
+    pub state: ServerState,
+    /// True when `address` is a DNS name HAProxy resolves itself.
+    pub resolve: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerState {
+    /// Takes traffic.
+    Ready,
+    /// Kept configured but out of rotation.
+    Maintenance,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MapPlan {
+    /// Relative to the tree root, e.g. `maps/exact.map`.
+    pub path: String,
+    /// How HAProxy matches keys in this map (`str` or `beg`).
+    pub match_kind: MatchKind,
+    /// In file order. For `beg` maps the order is longest key first, which
+    /// makes HAProxy pick the longest prefix however it indexes the map.
+    pub entries: Vec<MapEntry>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MatchKind {
+    Str,
+    Beg,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MapEntry {
+    pub key: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CertificatePlan {
+    /// Relative path of the PEM file (certificate chain then key).
+    pub path: String,
+    /// Where it came from (`Secret app/web-tls`, or `generated`).
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CrtListPlan {
+    pub path: String,
+    /// The first entry is the default certificate, served when no SNI matches.
+    pub entries: Vec<CrtListEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CrtListEntry {
+    pub certificate: String,
+    /// SNI names this certificate answers for; empty means its own names.
+    pub sni: Vec<String>,
+}
+
+impl MapPlan {
+    /// The map file as HAProxy reads it: one `key value` line per entry.
+    pub fn to_file(&self) -> String {
+        let mut out = String::with_capacity(self.entries.len() * 48);
+        for entry in &self.entries {
+            out.push_str(&entry.key);
+            out.push(' ');
+            out.push_str(&entry.value);
+            out.push('\n');
+        }
+        out
+    }
+}
+
+impl CrtListPlan {
+    /// The crt-list file: `<cert> [<sni> ...]` per line.
+    pub fn to_file(&self) -> String {
+        let mut out = String::new();
+        for entry in &self.entries {
+            out.push_str(&entry.certificate);
+            for sni in &entry.sni {
+                out.push(' ');
+                out.push_str(sni);
+            }
+            out.push('\n');
+        }
+        out
+    }
+}

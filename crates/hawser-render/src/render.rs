@@ -1,0 +1,237 @@
+//! One render: store in, file set + plan + diagnostics out.
+
+use hawser_model::{Kind, ObjectKey, ObjectRef, Store};
+use minijinja::Environment;
+use serde::Serialize;
+
+use crate::config::{ConfigError, RenderConfig, Settings};
+use crate::ingress::{self, RouteTable, Target};
+use crate::library::ENTRY_TEMPLATE;
+use crate::plan::{MapEntry, MapPlan, MatchKind, Plan};
+use crate::report::{Diagnostic, Diagnostics};
+use crate::tls::{self, CertificatePem};
+use crate::{FileKind, FileSet, backends, engine};
+
+pub const CONFIG_PATH: &str = "haproxy.cfg";
+pub const EXACT_MAP_PATH: &str = "maps/exact.map";
+pub const PREFIX_MAP_PATH: &str = "maps/prefix.map";
+/// Answers 404 when no route and no default backend matches.
+pub const NOT_FOUND_BACKEND: &str = "hawser_not_found";
+
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("template {template}{}: {message}", line.map(|l| format!(" line {l}")).unwrap_or_default())]
+    Template {
+        template: String,
+        line: Option<usize>,
+        message: String,
+    },
+    #[error("cannot generate the default certificate: {0}")]
+    DefaultCertificate(String),
+}
+
+impl From<minijinja::Error> for RenderError {
+    fn from(err: minijinja::Error) -> Self {
+        let mut message = err
+            .detail()
+            .map_or_else(|| err.kind().to_string(), str::to_string);
+        let mut source = std::error::Error::source(&err);
+        while let Some(inner) = source {
+            message.push_str(": ");
+            message.push_str(&inner.to_string());
+            source = inner.source();
+        }
+        RenderError::Template {
+            template: err.name().unwrap_or(ENTRY_TEMPLATE).to_string(),
+            line: err.line(),
+            message,
+        }
+    }
+}
+
+/// The result of a render: what to write, what it means, what was wrong.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    pub files: FileSet,
+    pub plan: Plan,
+    /// Rejected, ignored and warned-about objects, sorted.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Holds the compiled templates and the generated default certificate, so
+/// that renders of the same store are byte-identical.
+#[derive(Debug)]
+pub struct Renderer {
+    config: RenderConfig,
+    env: Environment<'static>,
+    default_certificate: CertificatePem,
+}
+
+#[derive(Serialize)]
+struct TemplateContext<'a> {
+    settings: &'a Settings,
+    plan: &'a Plan,
+    routing: Routing<'a>,
+    tls: Tls,
+}
+
+#[derive(Serialize)]
+struct Routing<'a> {
+    exact_map: &'static str,
+    prefix_map: &'static str,
+    default_backend: &'a str,
+    not_found_backend: &'static str,
+}
+
+#[derive(Serialize)]
+struct Tls {
+    crt_list: &'static str,
+}
+
+impl Renderer {
+    /// Validates the configuration and compiles the templates; a template
+    /// that does not parse fails here, before any render.
+    pub fn new(config: RenderConfig) -> Result<Self, RenderError> {
+        config.validate()?;
+        let env = engine::environment(&config.templates)?;
+        let default_certificate =
+            tls::generate_default_certificate().map_err(RenderError::DefaultCertificate)?;
+        Ok(Renderer {
+            config,
+            env,
+            default_certificate,
+        })
+    }
+
+    /// Serves this certificate when no SNI matches, instead of a generated one
+    /// (unless `settings.defaultCertificate` names a Secret).
+    pub fn with_default_certificate(mut self, pem: CertificatePem) -> Self {
+        self.default_certificate = pem;
+        self
+    }
+
+    pub fn config(&self) -> &RenderConfig {
+        &self.config
+    }
+
+    pub fn render(&self, store: &Store) -> Result<Rendered, RenderError> {
+        let settings = &self.config.settings;
+        let mut diags = Diagnostics::default();
+        let mut files = FileSet::default();
+
+        let routes = ingress::route_table(store, &settings.ingress_controller, &mut diags);
+        let backends = backends::backend_plans(store, &routes.backends, &mut diags);
+        let maps = route_maps(&routes);
+        for map in &maps {
+            files.insert(map.path.clone(), FileKind::Map, map.to_file());
+        }
+        let (default_cert, default_source) = self.default_certificate(store, &mut diags);
+        let (certificates, crt_list) = tls::certificates(
+            store,
+            &routes.tls,
+            &default_cert,
+            default_source,
+            &mut files,
+            &mut diags,
+        );
+        let plan = Plan {
+            backends,
+            maps,
+            certificates,
+            crt_lists: vec![crt_list],
+        };
+        let default_backend = routes
+            .default_backend
+            .as_ref()
+            .map_or(NOT_FOUND_BACKEND.to_string(), |b| b.name());
+        let context = TemplateContext {
+            settings,
+            plan: &plan,
+            routing: Routing {
+                exact_map: EXACT_MAP_PATH,
+                prefix_map: PREFIX_MAP_PATH,
+                default_backend: &default_backend,
+                not_found_backend: NOT_FOUND_BACKEND,
+            },
+            tls: Tls {
+                crt_list: tls::CRT_LIST_PATH,
+            },
+        };
+        let config = self
+            .env
+            .get_template(ENTRY_TEMPLATE)?
+            .render(minijinja::value::Serde(&context))?;
+        files.insert(CONFIG_PATH, FileKind::Config, config);
+        Ok(Rendered {
+            files,
+            plan,
+            diagnostics: diags.finish(),
+        })
+    }
+
+    fn default_certificate(
+        &self,
+        store: &Store,
+        diags: &mut Diagnostics,
+    ) -> (CertificatePem, String) {
+        let generated = || (self.default_certificate.clone(), "generated".to_string());
+        let Some(name) = &self.config.settings.default_certificate else {
+            return generated();
+        };
+        let Some((namespace, secret)) = name.split_once('/') else {
+            return generated(); // validated with the config
+        };
+        let secret_ref = ObjectRef::new(Kind::Secret, ObjectKey::new(namespace, secret));
+        match store
+            .secret(&secret_ref.key)
+            .map(CertificatePem::from_secret)
+        {
+            Some(Ok(pem)) => (pem, secret_ref.to_string()),
+            Some(Err(reason)) => {
+                diags.reject(
+                    &secret_ref,
+                    format!("{reason}; serving a generated default certificate"),
+                );
+                generated()
+            }
+            None => {
+                diags.warn(
+                    &secret_ref,
+                    "settings.defaultCertificate names it but it does not exist; serving a generated default certificate",
+                );
+                generated()
+            }
+        }
+    }
+}
+
+fn route_maps(routes: &RouteTable) -> Vec<MapPlan> {
+    let entry = |(key, target): (&String, &Target)| MapEntry {
+        key: key.clone(),
+        value: target.backend.clone(),
+    };
+    let exact: Vec<MapEntry> = routes.exact.iter().map(entry).collect();
+    let mut prefix: Vec<MapEntry> = routes.prefix.iter().map(entry).collect();
+    // Longest first: HAProxy then takes the longest prefix whether it walks the
+    // map as a list or indexes it as a prefix tree.
+    prefix.sort_by(|a, b| {
+        b.key
+            .len()
+            .cmp(&a.key.len())
+            .then_with(|| a.key.cmp(&b.key))
+    });
+    vec![
+        MapPlan {
+            path: EXACT_MAP_PATH.to_string(),
+            match_kind: MatchKind::Str,
+            entries: exact,
+        },
+        MapPlan {
+            path: PREFIX_MAP_PATH.to_string(),
+            match_kind: MatchKind::Beg,
+            entries: prefix,
+        },
+    ]
+}

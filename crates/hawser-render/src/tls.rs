@@ -1,0 +1,205 @@
+//! The `ssl` library's Rust half: TLS Secrets become PEM files listed in one
+//! crt-list with their SNI names, after checks HAProxy would otherwise only
+//! make at load time.
+//!
+//! Certificates are always served through the crt-list, never a `crt` line, so
+//! the agent can add, replace and remove them at runtime and a removed one
+//! never leaves a dangling file reference in haproxy.cfg.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use hawser_model::{Kind, ObjectKey, ObjectRef, Secret, Store};
+use rustls::crypto::CryptoProvider;
+use rustls::sign::CertifiedKey;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::ingress::TlsUse;
+use crate::plan::{CertificatePlan, CrtListEntry, CrtListPlan};
+use crate::report::Diagnostics;
+use crate::{FileKind, FileSet};
+
+pub const CRT_LIST_PATH: &str = "certs/crt-list.txt";
+pub const DEFAULT_CERT_PATH: &str = "certs/default.pem";
+
+/// A certificate chain and its key, checked to belong together, as one PEM.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CertificatePem(Vec<u8>);
+
+impl std::fmt::Debug for CertificatePem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CertificatePem(<redacted>)")
+    }
+}
+
+impl CertificatePem {
+    /// Parses and checks a `tls.crt` / `tls.key` pair: at least one certificate,
+    /// one private key, and the key matches the first certificate.
+    pub fn from_parts(crt: &[u8], key: &[u8]) -> Result<Self, String> {
+        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(crt)
+            .collect::<Result<_, _>>()
+            .map_err(|e| format!("tls.crt is not PEM certificates: {e}"))?;
+        let Some(leaf) = chain.first() else {
+            return Err("tls.crt holds no certificate".to_string());
+        };
+        x509_parser::parse_x509_certificate(leaf)
+            .map_err(|e| format!("tls.crt: the first certificate does not parse: {e}"))?;
+        let private_key = PrivateKeyDer::from_pem_slice(key)
+            .map_err(|e| format!("tls.key is not a PEM private key: {e}"))?;
+        let provider: CryptoProvider = rustls::crypto::ring::default_provider();
+        CertifiedKey::from_der(chain.clone(), private_key.clone_key(), &provider)
+            .map_err(|e| format!("tls.key does not match the certificate in tls.crt: {e}"))?;
+
+        let mut pem = Vec::with_capacity(crt.len() + key.len() + 64);
+        for cert in &chain {
+            pem.extend_from_slice(&pem_block("CERTIFICATE", cert.as_ref()));
+        }
+        let key_label = match &private_key {
+            PrivateKeyDer::Pkcs1(_) => "RSA PRIVATE KEY",
+            PrivateKeyDer::Sec1(_) => "EC PRIVATE KEY",
+            _ => "PRIVATE KEY",
+        };
+        pem.extend_from_slice(&pem_block(key_label, private_key.secret_der()));
+        Ok(CertificatePem(pem))
+    }
+
+    pub fn from_secret(secret: &Secret) -> Result<Self, String> {
+        match (&secret.tls_crt, &secret.tls_key) {
+            (Some(crt), Some(key)) => CertificatePem::from_parts(crt, key),
+            _ => Err(format!(
+                "secret of type {:?} lacks tls.crt or tls.key",
+                secret.secret_type
+            )),
+        }
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+fn pem_block(label: &str, der: &[u8]) -> Vec<u8> {
+    let body = BASE64.encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n").into_bytes();
+    for line in body.as_bytes().chunks(64) {
+        out.extend_from_slice(line);
+        out.push(b'\n');
+    }
+    out.extend_from_slice(format!("-----END {label}-----\n").as_bytes());
+    out
+}
+
+/// Writes the certificate files and the crt-list; returns their plan entries.
+pub(crate) fn certificates(
+    store: &Store,
+    uses: &BTreeMap<ObjectKey, TlsUse>,
+    default_cert: &CertificatePem,
+    default_source: String,
+    files: &mut FileSet,
+    diags: &mut Diagnostics,
+) -> (Vec<CertificatePlan>, CrtListPlan) {
+    files.insert(
+        DEFAULT_CERT_PATH,
+        FileKind::Certificate,
+        default_cert.as_bytes(),
+    );
+    let mut plans = vec![CertificatePlan {
+        path: DEFAULT_CERT_PATH.to_string(),
+        source: default_source,
+    }];
+    let mut entries = vec![CrtListEntry {
+        certificate: DEFAULT_CERT_PATH.to_string(),
+        sni: Vec::new(),
+    }];
+    for (key, usage) in uses {
+        let secret_ref = ObjectRef::new(Kind::Secret, key.clone());
+        let pem = match store.secret(key).map(CertificatePem::from_secret) {
+            Some(Ok(pem)) => pem,
+            Some(Err(reason)) => {
+                diags.reject(&secret_ref, reason);
+                warn_default(usage, &secret_ref, "is rejected", diags);
+                continue;
+            }
+            None => {
+                warn_default(usage, &secret_ref, "does not exist", diags);
+                continue;
+            }
+        };
+        let path = format!("certs/{}_{}.pem", key.namespace, key.name);
+        files.insert(path.clone(), FileKind::Certificate, pem.as_bytes());
+        plans.push(CertificatePlan {
+            path: path.clone(),
+            source: secret_ref.to_string(),
+        });
+        if !usage.hosts.is_empty() {
+            entries.push(CrtListEntry {
+                certificate: path.clone(),
+                sni: usage.hosts.iter().cloned().collect(),
+            });
+        }
+        if usage.own_names {
+            entries.push(CrtListEntry {
+                certificate: path,
+                sni: Vec::new(),
+            });
+        }
+    }
+    plans.sort_by(|a, b| a.path.cmp(&b.path));
+    let crt_list = CrtListPlan {
+        path: CRT_LIST_PATH.to_string(),
+        entries,
+    };
+    files.insert(CRT_LIST_PATH, FileKind::CrtList, crt_list.to_file());
+    (plans, crt_list)
+}
+
+fn warn_default(usage: &TlsUse, secret: &ObjectRef, what: &str, diags: &mut Diagnostics) {
+    for referrer in &usage.referrers {
+        diags.warn(
+            referrer,
+            format!("TLS {secret} {what}; its hosts are served with the default certificate"),
+        );
+    }
+}
+
+/// A self-signed certificate for HTTPS requests that match no other.
+pub fn generate_default_certificate() -> Result<CertificatePem, String> {
+    let key = rcgen::KeyPair::generate().map_err(|e| e.to_string())?;
+    let mut params = rcgen::CertificateParams::new(vec!["hawser.invalid".to_string()])
+        .map_err(|e| e.to_string())?;
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "hawser default certificate");
+    let cert = params.self_signed(&key).map_err(|e| e.to_string())?;
+    CertificatePem::from_parts(cert.pem().as_bytes(), key.serialize_pem().as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_certificate_passes_its_own_checks() {
+        let pem = generate_default_certificate().expect("generate");
+        let text = String::from_utf8(pem.as_bytes().to_vec()).expect("utf8");
+        assert!(text.starts_with("-----BEGIN CERTIFICATE-----\n"));
+        assert!(text.contains("PRIVATE KEY-----\n"));
+    }
+
+    #[test]
+    fn mismatched_key_and_garbage_are_rejected() {
+        let a = rcgen::generate_simple_self_signed(vec!["a.test".to_string()]).expect("a");
+        let b = rcgen::generate_simple_self_signed(vec!["b.test".to_string()]).expect("b");
+        let crt = a.cert.pem();
+        let wrong_key = b.signing_key.serialize_pem();
+        let err = CertificatePem::from_parts(crt.as_bytes(), wrong_key.as_bytes()).unwrap_err();
+        assert!(err.contains("does not match"), "{err}");
+        let err = CertificatePem::from_parts(b"not a cert", wrong_key.as_bytes()).unwrap_err();
+        assert!(err.contains("no certificate"), "{err}");
+        let ok =
+            CertificatePem::from_parts(crt.as_bytes(), a.signing_key.serialize_pem().as_bytes());
+        assert!(ok.is_ok());
+    }
+}

@@ -1,0 +1,173 @@
+//! Checks on every string that travels from a Kubernetes object into HAProxy's
+//! configuration or its map files.
+//!
+//! These are allow-lists: a value is accepted only if every character is one
+//! HAProxy reads literally in the place the value goes. Anything else (a line
+//! break, `#`, a quote, a space, a backslash) rejects the object that carried it,
+//! so it can never become an extra directive or an extra map entry.
+
+/// A DNS-1123 subdomain as Kubernetes defines it for Ingress hosts, optionally
+/// with one leading `*.` label. Lowercase only; at most 253 characters.
+pub fn host(value: &str) -> Result<(), String> {
+    let name = value.strip_prefix("*.").unwrap_or(value);
+    if name.is_empty() || value.len() > 253 {
+        return Err(format!("host {value:?} must be 1 to 253 characters"));
+    }
+    if name.contains('*') {
+        return Err(format!(
+            "host {value:?}: a wildcard may only be the whole first label (\"*.example.com\")"
+        ));
+    }
+    for label in name.split('.') {
+        dns_label(label).map_err(|reason| format!("host {value:?}: {reason}"))?;
+    }
+    Ok(())
+}
+
+fn dns_label(label: &str) -> Result<(), String> {
+    let valid_chars = label
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if label.is_empty() || label.len() > 63 {
+        return Err(format!("label {label:?} must be 1 to 63 characters"));
+    }
+    if !valid_chars || label.starts_with('-') || label.ends_with('-') {
+        return Err(format!(
+            "label {label:?} may hold only lowercase letters, digits and inner '-'"
+        ));
+    }
+    Ok(())
+}
+
+/// A DNS-1123 label, as Kubernetes requires of namespaces and Service names.
+pub fn label_name(what: &str, value: &str) -> Result<(), String> {
+    dns_label(value).map_err(|reason| format!("{what} {value:?}: {reason}"))
+}
+
+/// A DNS-1123 subdomain (Secret, Ingress and EndpointSlice names may hold dots).
+pub fn subdomain_name(what: &str, value: &str) -> Result<(), String> {
+    if value.is_empty() || value.len() > 253 {
+        return Err(format!("{what} {value:?} must be 1 to 253 characters"));
+    }
+    for label in value.split('.') {
+        dns_label(label).map_err(|reason| format!("{what} {value:?}: {reason}"))?;
+    }
+    Ok(())
+}
+
+/// An HTTP path for a route: starts with `/` and holds only RFC 3986 path
+/// characters (unreserved, sub-delims other than `'`, `:`, `@`, `/`, and
+/// percent-escapes). No space, `#`, `?`, quote or backslash can pass.
+pub fn path(value: &str) -> Result<(), String> {
+    if !value.starts_with('/') {
+        return Err(format!("path {value:?} must start with '/'"));
+    }
+    if value.len() > 2048 {
+        return Err(format!("path {value:?} is longer than 2048 characters"));
+    }
+    let bytes = value.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        let allowed = b.is_ascii_alphanumeric()
+            || b"-._~!$&()*+,;=:@/".contains(&b)
+            || (b == b'%'
+                && bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit));
+        if !allowed {
+            return Err(format!(
+                "path {value:?} holds {:?}, which is not allowed in a URL path",
+                char::from(b)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// An endpoint address: an IP address in canonical form (written back as
+/// parsed, so nothing else can ride along).
+pub fn ip_address(value: &str) -> Result<String, String> {
+    value
+        .parse::<std::net::IpAddr>()
+        .map(|ip| ip.to_string())
+        .map_err(|_| format!("address {value:?} is not an IP address"))
+}
+
+/// A duration as HAProxy reads it: digits and an optional unit.
+pub fn duration(what: &str, value: &str) -> Result<(), String> {
+    let digits = value.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &value[digits.len()..];
+    let ok = !digits.is_empty()
+        && digits.len() <= 9
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && ["", "us", "ms", "s", "m", "h", "d"].contains(&unit);
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} {value:?} is not a duration (digits and one of us, ms, s, m, h, d)"
+        ))
+    }
+}
+
+/// A port number, 1 to 65535.
+pub fn port(what: &str, value: i32) -> Result<u16, String> {
+    u16::try_from(value)
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| format!("{what} {value} is not a port between 1 and 65535"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hosts() {
+        for ok in ["example.com", "*.example.com", "a-b.c0", "x"] {
+            assert_eq!(host(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "",
+            "Example.com",
+            "*.",
+            "a.*.com",
+            "*example.com",
+            "-a.com",
+            "a..com",
+            "a.com\nbind :1",
+            "a.com #x",
+            "a\"b.com",
+            "a b.com",
+        ] {
+            assert!(host(bad).is_err(), "{bad:?} must be rejected");
+        }
+    }
+
+    #[test]
+    fn paths() {
+        for ok in ["/", "/a/b", "/a%20b", "/~u/x.y-z_(1)", "/a:b@c"] {
+            assert_eq!(path(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "", "a", "/a b", "/a#b", "/a\nb", "/a\"b", "/a'b", "/a?b", "/a\\b", "/%zz", "/%2",
+        ] {
+            assert!(path(bad).is_err(), "{bad:?} must be rejected");
+        }
+    }
+
+    #[test]
+    fn durations() {
+        for ok in ["5s", "100ms", "30", "1h"] {
+            assert_eq!(duration("timeout", ok), Ok(()), "{ok}");
+        }
+        for bad in ["", "s", "5 s", "5s\n", "5x", "-1s", "5s#"] {
+            assert!(duration("timeout", bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn addresses_are_canonical() {
+        assert_eq!(ip_address("127.0.0.2"), Ok("127.0.0.2".to_string()));
+        assert_eq!(ip_address("fd00:0::1"), Ok("fd00::1".to_string()));
+        assert!(ip_address("127.0.0.2 backup").is_err());
+    }
+}
