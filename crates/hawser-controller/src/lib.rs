@@ -1,1 +1,19 @@
-//! hawser controller (work in progress).
+//! hawser's controller: where the objects hawser renders from come from, and
+//! how they reach the store.
+//!
+//! ```text
+//!  manifests directory ──manifests::load_dir──► ManifestSet { Store, problems }
+//!  (cluster watchers: later)                         │
+//!                                                    └──► render loop (later)
+//! ```
+//!
+//! Each source turns Kubernetes objects (k8s-openapi types) into the model's
+//! trimmed views with their `from_k8s` conversions and fills a
+//! [`hawser_model::Store`]; what a source cannot use is reported, not fatal.
+
+pub mod gate;
+pub mod manifests;
+mod tree;
+
+pub use manifests::{ManifestError, ManifestSet, Problem, ProblemKind, load_dir};
+pub use tree::write_tree;

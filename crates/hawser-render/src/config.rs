@@ -13,7 +13,7 @@ use crate::validate;
 pub const INGRESS_CONTROLLER: &str = "hawser.dev/ingress-controller";
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all(deserialize = "camelCase"), deny_unknown_fields)]
 pub struct RenderConfig {
     pub settings: Settings,
     pub templates: TemplateConfig,
@@ -21,13 +21,14 @@ pub struct RenderConfig {
 
 /// Settings the library templates read (as `settings.<field>` in snake_case).
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all(deserialize = "camelCase"), deny_unknown_fields)]
 pub struct Settings {
     /// Address the frontends bind; empty binds every address.
     pub bind_address: String,
     pub http_port: u16,
     pub https_port: u16,
-    pub maxconn: u32,
+    /// Global `maxconn`; unset lets HAProxy derive it from the file-descriptor limit.
+    pub maxconn: Option<u32>,
     pub timeouts: Timeouts,
     /// Where HAProxy logs, as the `log` directive's arguments.
     pub log_target: String,
@@ -48,7 +49,7 @@ impl Default for Settings {
             bind_address: String::new(),
             http_port: 80,
             https_port: 443,
-            maxconn: 10_000,
+            maxconn: None,
             timeouts: Timeouts::default(),
             log_target: "stdout format raw local0".to_string(),
             log_format: None,
@@ -60,7 +61,7 @@ impl Default for Settings {
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
-#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all(deserialize = "camelCase"), deny_unknown_fields)]
 pub struct Timeouts {
     pub connect: String,
     pub client: String,
@@ -89,7 +90,7 @@ impl Default for Timeouts {
 /// snippet named `<point>-<anything>` is rendered at extension point `<point>`,
 /// in name order).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
-#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+#[serde(default, rename_all(deserialize = "camelCase"), deny_unknown_fields)]
 pub struct TemplateConfig {
     pub overrides: BTreeMap<String, String>,
     pub snippets: BTreeMap<String, String>,

@@ -1,0 +1,100 @@
+//! The validation gate: a render is checked by the real HAProxy, in a tree
+//! laid out exactly as the agent will lay it out, before anyone serves it.
+//!
+//! When HAProxy refuses the configuration, the gate names what is at fault:
+//! templates mark each generated section with `# from: <object>` and each
+//! snippet with `# snippet: <name>`, and the nearest such mark above the line
+//! HAProxy complains about is the culprit.
+
+use std::path::Path;
+
+use hawser_haproxy::{CheckReport, HaproxyBinary, HaproxyError};
+use hawser_render::{CONFIG_PATH, FileSet};
+
+use crate::tree::write_tree;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error("cannot stage the rendered files for checking: {0}")]
+    Stage(#[source] std::io::Error),
+    #[error("HAProxy rejects the rendered configuration{}:\n{output}", culprit_suffix(.line, .culprit))]
+    Rejected {
+        output: String,
+        line: Option<u32>,
+        culprit: Option<String>,
+    },
+    #[error(transparent)]
+    Haproxy(HaproxyError),
+}
+
+fn culprit_suffix(line: &Option<u32>, culprit: &Option<String>) -> String {
+    match (line, culprit) {
+        (Some(line), Some(culprit)) => format!(" at {CONFIG_PATH} line {line} (from {culprit})"),
+        (Some(line), None) => format!(" at {CONFIG_PATH} line {line}"),
+        _ => String::new(),
+    }
+}
+
+/// Writes `files` into a fresh temporary tree and runs `haproxy -c` on it.
+pub async fn check(haproxy: &HaproxyBinary, files: &FileSet) -> Result<CheckReport, GateError> {
+    let dir = tempfile::Builder::new()
+        .prefix("hawser-check-")
+        .tempdir()
+        .map_err(GateError::Stage)?;
+    check_in(haproxy, files, dir.path()).await
+}
+
+/// Like [`check`], in a directory the caller owns (it is written to, not cleared).
+pub async fn check_in(
+    haproxy: &HaproxyBinary,
+    files: &FileSet,
+    dir: &Path,
+) -> Result<CheckReport, GateError> {
+    write_tree(files, dir).map_err(GateError::Stage)?;
+    match haproxy.check(dir, CONFIG_PATH).await {
+        Ok(report) => Ok(report),
+        Err(HaproxyError::CheckFailed { output, file, line }) => {
+            let in_config = file.as_deref().is_none_or(|f| f == CONFIG_PATH);
+            let culprit = line.filter(|_| in_config).and_then(|line| {
+                files
+                    .text(CONFIG_PATH)
+                    .and_then(|cfg| culprit_at(cfg, line))
+            });
+            Err(GateError::Rejected {
+                output,
+                line,
+                culprit,
+            })
+        }
+        Err(other) => Err(GateError::Haproxy(other)),
+    }
+}
+
+/// The nearest `# from:` or `# snippet:` mark at or above a 1-based line.
+pub fn culprit_at(config: &str, line: u32) -> Option<String> {
+    let lines: Vec<&str> = config.lines().collect();
+    let end = usize::try_from(line).ok()?.min(lines.len());
+    lines[..end].iter().rev().find_map(|l| {
+        let l = l.trim_start();
+        l.strip_prefix("# from: ").map(str::to_string).or_else(|| {
+            l.strip_prefix("# snippet: ")
+                .map(|s| format!("snippet {s}"))
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn culprit_is_the_nearest_mark_above() {
+        let cfg = "global\n  # snippet: global-a\n  bad\n# from: Service app/web port 80\nbackend x\n  oops\n";
+        assert_eq!(culprit_at(cfg, 3).as_deref(), Some("snippet global-a"));
+        assert_eq!(
+            culprit_at(cfg, 6).as_deref(),
+            Some("Service app/web port 80")
+        );
+        assert_eq!(culprit_at(cfg, 1), None);
+    }
+}

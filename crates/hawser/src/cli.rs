@@ -1,0 +1,92 @@
+//! The command line, documented by `hawser --help` and `hawser <command> --help`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// hawser: a template-driven HAProxy ingress controller for Kubernetes.
+///
+/// It renders HAProxy configuration from Kubernetes objects (Ingress, Service,
+/// EndpointSlice, Secret), validates it with the real HAProxy and serves it.
+/// Locally it works over a directory of ordinary Kubernetes manifests.
+#[derive(Debug, Parser)]
+#[command(name = "hawser", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Render haproxy.cfg, maps, certificates and the crt-list into a directory.
+    ///
+    /// Paths inside the output are relative to it, as HAProxy reads them with
+    /// `-C <out>`. Rejected objects are reported and left out; the rest renders.
+    Render(RenderArgs),
+    /// Render into a temporary tree and check it with `haproxy -c`.
+    ///
+    /// Exits non-zero when a manifest is malformed, an object is rejected, or
+    /// HAProxy refuses the configuration (its message and the object at fault
+    /// are printed).
+    Validate(InputArgs),
+    /// Serve the built-in example: echo backends and HAProxy on local ports.
+    ///
+    /// Prints curl commands to try. Needs HAProxy >= 3.0 (HAWSER_HAPROXY or PATH).
+    Demo(DemoArgs),
+    /// Run an echo backend: answers every request with JSON describing it.
+    Echo(EchoArgs),
+}
+
+/// Where the objects and the configuration come from.
+#[derive(Debug, Args)]
+pub struct InputArgs {
+    /// Directory of Kubernetes YAML manifests, read recursively.
+    #[arg(long, env = "HAWSER_MANIFESTS")]
+    pub manifests: PathBuf,
+    /// hawser configuration file (settings, template overrides, snippets).
+    #[arg(long, env = "HAWSER_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RenderArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Output directory; created if missing. An existing one must hold a
+    /// previous render (its haproxy.cfg), whose files are replaced.
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Port for plain HTTP.
+    #[arg(long, default_value_t = 8080, env = "HAWSER_HTTP_PORT")]
+    pub http_port: u16,
+    /// Port for HTTPS.
+    #[arg(long, default_value_t = 8443, env = "HAWSER_HTTPS_PORT")]
+    pub https_port: u16,
+    /// Where the rendered tree is written; a temporary directory by default.
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct EchoArgs {
+    /// Address to listen on, e.g. 127.0.0.2:8080.
+    #[arg(long, env = "HAWSER_ECHO_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Namespace reported in every answer.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "")]
+    pub namespace: String,
+    /// Pod name reported in every answer.
+    #[arg(long, env = "POD_NAME", default_value = "")]
+    pub pod: String,
+    /// Service name reported in every answer.
+    #[arg(long, env = "SERVICE_NAME", default_value = "")]
+    pub service: String,
+    /// Ingress name reported in every answer.
+    #[arg(long, env = "INGRESS_NAME", default_value = "")]
+    pub ingress: String,
+}

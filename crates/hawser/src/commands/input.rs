@@ -1,0 +1,74 @@
+//! Loading what every rendering command needs: the manifests and the config.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use hawser_controller::{ManifestSet, load_dir};
+use hawser_render::{Diagnostic, RenderConfig, Rendered, Renderer, Severity};
+
+use super::UsageError;
+use crate::cli::InputArgs;
+
+pub struct Inputs {
+    pub manifests: ManifestSet,
+    pub renderer: Renderer,
+}
+
+pub fn load(args: &InputArgs) -> anyhow::Result<Inputs> {
+    let config = match &args.config {
+        Some(path) => read_config(path)?,
+        None => RenderConfig::default(),
+    };
+    load_with(&args.manifests, config)
+}
+
+pub fn load_with(manifests: &Path, config: RenderConfig) -> anyhow::Result<Inputs> {
+    let renderer = Renderer::new(config).map_err(|e| UsageError(e.into()))?;
+    let manifests = load_dir(manifests).map_err(|e| UsageError(e.into()))?;
+    for problem in &manifests.problems {
+        eprintln!("manifest problem: {problem}");
+    }
+    Ok(Inputs {
+        manifests,
+        renderer,
+    })
+}
+
+fn read_config(path: &Path) -> anyhow::Result<RenderConfig> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read config {}", path.display()))
+        .map_err(UsageError)?;
+    RenderConfig::from_yaml(&text)
+        .with_context(|| format!("config {}", path.display()))
+        .map_err(|e| UsageError(e).into())
+}
+
+/// Prints diagnostics to stderr; returns how many objects were rejected.
+pub fn report(rendered: &Rendered) -> usize {
+    let mut rejected = 0;
+    for diagnostic in &rendered.diagnostics {
+        if diagnostic.severity == Severity::Rejected {
+            rejected += 1;
+        }
+        print_diagnostic(diagnostic);
+    }
+    rejected
+}
+
+fn print_diagnostic(diagnostic: &Diagnostic) {
+    eprintln!("{diagnostic}");
+}
+
+/// One line saying what a render holds.
+pub fn summary(rendered: &Rendered) -> String {
+    let routes: usize = rendered.plan.maps.iter().map(|m| m.entries.len()).sum();
+    let servers: usize = rendered.plan.backends.iter().map(|b| b.servers.len()).sum();
+    format!(
+        "{} files: {} backends with {} servers, {} map entries, {} certificates",
+        rendered.files.len(),
+        rendered.plan.backends.len(),
+        servers,
+        routes,
+        rendered.plan.certificates.len(),
+    )
+}

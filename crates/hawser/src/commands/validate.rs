@@ -1,0 +1,48 @@
+//! `hawser validate`: render, then let the real HAProxy judge the result.
+
+use std::process::ExitCode;
+
+use hawser_controller::gate;
+use hawser_haproxy::HaproxyBinary;
+
+use super::input;
+use crate::cli::InputArgs;
+
+pub async fn run(args: &InputArgs) -> anyhow::Result<ExitCode> {
+    let inputs = input::load(args)?;
+    let haproxy = HaproxyBinary::locate()?;
+    let rendered = inputs.renderer.render(&inputs.manifests.store)?;
+    let rejected = input::report(&rendered);
+    let problems = inputs.manifests.problems.len();
+    let check = gate::check(&haproxy, &rendered.files).await;
+    let haproxy_ok = match &check {
+        Ok(report) => {
+            for warning in &report.warnings {
+                eprintln!("haproxy warning: {warning}");
+            }
+            true
+        }
+        Err(err) => {
+            eprintln!("{err}");
+            false
+        }
+    };
+    let summary = input::summary(&rendered);
+    if haproxy_ok && rejected == 0 && problems == 0 {
+        println!("valid: {summary}; HAProxy {} accepts it", haproxy.version());
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!(
+            "invalid: {} manifest problems, {} rejected objects, HAProxy {} {} ({summary})",
+            problems,
+            rejected,
+            haproxy.version(),
+            if haproxy_ok {
+                "accepts the rest"
+            } else {
+                "refuses the configuration"
+            },
+        );
+        Ok(ExitCode::FAILURE)
+    }
+}
