@@ -122,6 +122,7 @@ pub(crate) fn route_table(store: &Store, controller: &str, diags: &mut Diagnosti
 /// Checks every host, path and backend of an Ingress; one bad value rejects it whole.
 fn validated_routes(ingress: &Ingress) -> Result<(Vec<Route>, Option<BackendKey>), String> {
     let namespace = &ingress.key.namespace;
+    validate::label_name("namespace", namespace)?; // it names TLS files even without routes
     let mut routes = Vec::new();
     for rule in &ingress.rules {
         if let Some(host) = &rule.host {
