@@ -1,5 +1,6 @@
 //! HAProxy process tooling: find the binary, read its version, validate a
-//! staged configuration tree with `haproxy -c`.
+//! staged configuration tree with `haproxy -c`, and drive the running
+//! HAProxy through its master CLI and runtime API.
 //!
 //! ```text
 //!  HAWSER_HAPROXY / PATH ──locate──► HaproxyBinary { path, version >= 3.0 }
@@ -12,15 +13,35 @@
 //!
 //! The check runs with `-C <tree>` so relative paths in the configuration
 //! (`maps/hosts.map`, `certs/`) resolve inside the staged tree exactly as they
-//! will when HAProxy loads it for real. The master CLI and runtime API client
-//! will live here too.
+//! will when HAProxy loads it for real.
+//!
+//! The running HAProxy is driven through two sockets, one command per session:
+//!
+//! ```text
+//!  MasterCli  ──► master CLI (-S)        reload, show proc, show startup-logs
+//!  RuntimeApi ──► worker stats socket    servers, maps, certificates, show info
+//! ```
+//!
+//! Both compare every reply with the exact success text of HAProxy 3.0 and
+//! report anything else as [`SocketError::Rejected`] with HAProxy's words.
 
 mod binary;
 mod check;
+mod cli;
 mod error;
+mod master;
+mod runtime;
+mod socket_error;
 mod version;
 
 pub use binary::{DEFAULT_CHECK_TIMEOUT, HAPROXY_ENV, HaproxyBinary};
 pub use check::CheckReport;
+pub use cli::DEFAULT_COMMAND_TIMEOUT;
 pub use error::HaproxyError;
+pub use master::{DEFAULT_RELOAD_TIMEOUT, MasterCli, Proc, ProcTable, ReloadReply};
+pub use runtime::{
+    AdminState, CrtListEntry, DEFAULT_MAX_COMMAND_BYTES, MapInfo, RuntimeApi, ServerState,
+    SslCertDetails, SslCertList, WaitOutcome,
+};
+pub use socket_error::SocketError;
 pub use version::Version;

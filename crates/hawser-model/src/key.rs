@@ -65,14 +65,27 @@ impl ObjectKey {
     }
 }
 
+/// Names come from manifests and may hold anything until validated: control
+/// characters are escaped so a name can never forge a line of output or logs.
 impl fmt::Display for ObjectKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.namespace.is_empty() {
-            f.write_str(&self.name)
+        if !self.namespace.is_empty() {
+            write_escaped(f, &self.namespace)?;
+            f.write_str("/")?;
+        }
+        write_escaped(f, &self.name)
+    }
+}
+
+fn write_escaped(f: &mut fmt::Formatter<'_>, text: &str) -> fmt::Result {
+    for c in text.chars() {
+        if c.is_control() {
+            write!(f, "{}", c.escape_default())?;
         } else {
-            write!(f, "{}/{}", self.namespace, self.name)
+            f.write_fmt(format_args!("{c}"))?;
         }
     }
+    Ok(())
 }
 
 /// A kind and key together: how errors and rejections name an object
@@ -92,5 +105,17 @@ impl ObjectRef {
 impl fmt::Display for ObjectRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.kind, self.key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_escapes_control_characters() {
+        let key = ObjectKey::new("evil\nrejected: ns", "a\tb");
+        assert_eq!(key.to_string(), "evil\\nrejected: ns/a\\tb");
+        assert_eq!(ObjectKey::cluster("hawser").to_string(), "hawser");
     }
 }

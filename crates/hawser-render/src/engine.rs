@@ -48,9 +48,8 @@ pub(crate) fn environment(templates: &TemplateConfig) -> Result<Environment<'sta
     }
     let mut snippet_names: Vec<String> = Vec::new();
     for (name, source) in &templates.snippets {
-        let full = format!("{SNIPPET_PREFIX}{name}");
-        env.add_template_owned(full.clone(), source.clone())?;
-        snippet_names.push(full);
+        env.add_template_owned(format!("{SNIPPET_PREFIX}{name}"), source.clone())?;
+        snippet_names.push(name.clone());
     }
     env.add_function("snippets", move |point: &str| -> Result<Value, Error> {
         if !EXTENSION_POINTS.contains(&point) {
@@ -62,7 +61,7 @@ pub(crate) fn environment(templates: &TemplateConfig) -> Result<Environment<'sta
                 ),
             ));
         }
-        let prefix = format!("{SNIPPET_PREFIX}{point}-");
+        let prefix = format!("{point}-");
         let names: Vec<Value> = snippet_names
             .iter()
             .filter(|n| n.starts_with(&prefix))

@@ -100,8 +100,13 @@ pub(crate) fn route_table(store: &Store, controller: &str, diags: &mut Diagnosti
             }
         }
     }
-    // Oldest first, then by namespace/name: the order in which claims are honoured.
-    owned.sort_by(|a, b| (&a.created, &a.key).cmp(&(&b.created, &b.key)));
+    // Oldest first, then by namespace/name: the order in which claims are
+    // honoured. An object without a creation time (a local manifest) counts
+    // as newer than any that has one.
+    owned.sort_by(|a, b| {
+        let order = |i: &Ingress| (i.created.is_none(), i.created.clone());
+        order(a).cmp(&order(b)).then_with(|| a.key.cmp(&b.key))
+    });
 
     for ingress in owned {
         let object = ObjectRef::new(Kind::Ingress, ingress.key.clone());

@@ -9,6 +9,10 @@ use serde::Serialize;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Plan {
+    /// SHA-256 of haproxy.cfg rendered with every backend's servers left out.
+    /// Equal digests mean two configurations differ at most in their servers,
+    /// which the runtime API can change without a reload.
+    pub structure_digest: String,
     /// Sorted by name.
     pub backends: Vec<BackendPlan>,
     /// Sorted by path.

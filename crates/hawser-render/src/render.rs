@@ -3,11 +3,12 @@
 use hawser_model::{Kind, ObjectKey, ObjectRef, Store};
 use minijinja::Environment;
 use serde::Serialize;
+use sha2::{Digest, Sha256};
 
 use crate::config::{ConfigError, RenderConfig, Settings};
 use crate::ingress::{self, RouteTable, Target};
 use crate::library::ENTRY_TEMPLATE;
-use crate::plan::{MapEntry, MapPlan, MatchKind, Plan};
+use crate::plan::{BackendPlan, MapEntry, MapPlan, MatchKind, Plan};
 use crate::report::{Diagnostic, Diagnostics};
 use crate::tls::{self, CertificatePem};
 use crate::{FileKind, FileSet, backends, engine};
@@ -67,6 +68,8 @@ pub struct Renderer {
     config: RenderConfig,
     env: Environment<'static>,
     default_certificate: CertificatePem,
+    /// Where the default certificate came from, for the plan.
+    default_source: &'static str,
 }
 
 #[derive(Serialize)]
@@ -102,6 +105,7 @@ impl Renderer {
             config,
             env,
             default_certificate,
+            default_source: "generated",
         })
     }
 
@@ -109,6 +113,7 @@ impl Renderer {
     /// (unless `settings.defaultCertificate` names a Secret).
     pub fn with_default_certificate(mut self, pem: CertificatePem) -> Self {
         self.default_certificate = pem;
+        self.default_source = "given";
         self
     }
 
@@ -136,7 +141,8 @@ impl Renderer {
             &mut files,
             &mut diags,
         );
-        let plan = Plan {
+        let mut plan = Plan {
+            structure_digest: String::new(),
             backends,
             maps,
             certificates,
@@ -159,10 +165,14 @@ impl Renderer {
                 crt_list: tls::CRT_LIST_PATH,
             },
         };
-        let config = self
-            .env
-            .get_template(ENTRY_TEMPLATE)?
-            .render(minijinja::value::Serde(&context))?;
+        let template = self.env.get_template(ENTRY_TEMPLATE)?;
+        let config = template.render(minijinja::value::Serde(&context))?;
+        let structure = structure_plan(&plan);
+        let skeleton = template.render(minijinja::value::Serde(&TemplateContext {
+            plan: &structure,
+            ..context
+        }))?;
+        plan.structure_digest = hex::encode(Sha256::digest(skeleton.as_bytes()));
         files.insert(CONFIG_PATH, FileKind::Config, config);
         Ok(Rendered {
             files,
@@ -176,7 +186,12 @@ impl Renderer {
         store: &Store,
         diags: &mut Diagnostics,
     ) -> (CertificatePem, String) {
-        let generated = || (self.default_certificate.clone(), "generated".to_string());
+        let generated = || {
+            (
+                self.default_certificate.clone(),
+                self.default_source.to_string(),
+            )
+        };
         let Some(name) = &self.config.settings.default_certificate else {
             return generated();
         };
@@ -204,6 +219,24 @@ impl Renderer {
                 generated()
             }
         }
+    }
+}
+
+/// The plan with every server left out: what the structure digest renders.
+/// Everything else stays, so a template that writes anything else into
+/// haproxy.cfg changes the digest when it changes.
+fn structure_plan(plan: &Plan) -> Plan {
+    let backends = plan
+        .backends
+        .iter()
+        .map(|b| BackendPlan {
+            servers: Vec::new(),
+            ..b.clone()
+        })
+        .collect();
+    Plan {
+        backends,
+        ..plan.clone()
     }
 }
 

@@ -250,7 +250,7 @@ fn hostile_values_inject_nothing() {
         "Ingress hostile/backend-newline",
         "Ingress hostile/backend-port-name",
         "Ingress hostile/default-backend-newline",
-        "Ingress evil\nbind :3333/tls-only",
+        "Ingress evil\\nbind :3333/tls-only", // names print with control characters escaped
         "Service hostile/balance-newline",
         "Service hostile/balance-quote",
         "Service hostile/timeout-hash",

@@ -57,11 +57,8 @@ fn validate_fails_with_haproxys_message_and_the_culprit_snippet() {
     assert!(run.stdout.contains("refuses the configuration"), "{output}");
 }
 
-/// PRODUCT BUG (hence ignored): the culprit is named by its template path,
-/// "snippet snippets/global-bad", not as the user named it in the config
-/// ("global-bad"); the gate's own unit test expects the short name.
+/// The culprit is named as the user named the snippet in the config.
 #[test]
-#[ignore = "product bug: snippet culprit named snippets/global-bad, not global-bad"]
 fn validate_names_the_snippet_as_configured() {
     let config = fixture_dir("validate_cli").join("bad-snippet.yaml");
     let run = validate(&demo_dir(), Some(&config));

@@ -2,6 +2,10 @@
 
 #![allow(dead_code, reason = "each test crate uses a subset of these helpers")]
 
+pub mod certs;
+pub mod fake_socket;
+pub mod running;
+
 use std::{fs, path::Path};
 
 use hawser_haproxy::{HAPROXY_ENV, HaproxyBinary};

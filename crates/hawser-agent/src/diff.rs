@@ -1,0 +1,322 @@
+//! Runtime first: what it takes to go from the version HAProxy runs to the
+//! desired one, decided from the two plans and file digests alone (never by
+//! parsing HAProxy text).
+//!
+//! | change                                        | applied by            |
+//! |-----------------------------------------------|-----------------------|
+//! | server added, removed, readdressed, reweighted, put in or out of maintenance | runtime API |
+//! | map content                                   | runtime API (atomic replace) |
+//! | certificate content                           | runtime API (SSL transaction) |
+//! | certificate added to / removed from the crt-list | runtime API        |
+//! | anything else in haproxy.cfg (its structure digest), the default certificate's place, a DNS-named server, a map or file appearing or going, anything not understood | reload |
+//!
+//! Runtime operations are ordered so that nothing refers to what does not
+//! exist yet: certificates and servers are added before maps route to them,
+//! and removed after.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use hawser_render::{BackendPlan, CrtListEntry, FileKind, FileSet, Plan, ServerPlan, ServerState};
+
+/// One version as the diff sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct VersionView<'a> {
+    pub plan: &'a Plan,
+    pub files: &'a FileSet,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Nothing HAProxy serves differs.
+    NoOp,
+    /// Apply these operations in order; no reload.
+    Runtime(Vec<RuntimeOp>),
+    /// Reload, for these reasons (the first few, for logs and status).
+    Reload(Vec<String>),
+}
+
+/// A change the runtime API can make. File contents are taken from the
+/// desired version's file set by path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuntimeOp {
+    /// `new ssl cert` + `set`/`commit`, then `add ssl crt-list` with its SNI names.
+    AddCertificate {
+        path: String,
+        crt_list: String,
+        sni: Vec<String>,
+    },
+    /// `set ssl cert` + `commit ssl cert`.
+    UpdateCertificate {
+        path: String,
+    },
+    AddServer {
+        backend: String,
+        server: ServerPlan,
+    },
+    SetServerAddress {
+        backend: String,
+        server: String,
+        address: String,
+        port: u16,
+    },
+    SetServerWeight {
+        backend: String,
+        server: String,
+        weight: u16,
+    },
+    SetServerState {
+        backend: String,
+        server: String,
+        state: ServerState,
+    },
+    /// `prepare map` → `add map @v` → count check → `commit map @v`.
+    ReplaceMap {
+        path: String,
+    },
+    /// maint → `wait srv-removable` → `del server`.
+    RemoveServer {
+        backend: String,
+        server: String,
+    },
+    /// `del ssl crt-list`, then `del ssl cert`.
+    RemoveCertificate {
+        path: String,
+        crt_list: String,
+    },
+}
+
+const MAX_REASONS: usize = 8;
+
+/// Decides how to move HAProxy from `running` to `desired`.
+pub fn decide(running: VersionView<'_>, desired: VersionView<'_>) -> Decision {
+    let mut reasons = Vec::new();
+    if running.plan.structure_digest != desired.plan.structure_digest {
+        reasons.push("haproxy.cfg changed beyond its servers".to_string());
+    }
+    let (cert_adds, cert_removes) = diff_crt_lists(running.plan, desired.plan, &mut reasons);
+    let (cert_updates, map_replaces) = diff_files(
+        running.files,
+        desired.files,
+        &cert_adds,
+        &cert_removes,
+        &mut reasons,
+    );
+    let (server_adds_and_changes, server_removes) =
+        diff_backends(&running.plan.backends, &desired.plan.backends, &mut reasons);
+
+    if !reasons.is_empty() {
+        reasons.truncate(MAX_REASONS);
+        return Decision::Reload(reasons);
+    }
+    let ordered: Vec<RuntimeOp> = cert_adds
+        .into_values()
+        .chain(cert_updates)
+        .chain(server_adds_and_changes)
+        .chain(map_replaces)
+        .chain(server_removes)
+        .chain(cert_removes.into_values())
+        .collect();
+    if ordered.is_empty() {
+        Decision::NoOp
+    } else {
+        Decision::Runtime(ordered)
+    }
+}
+
+type CertOps = BTreeMap<String, RuntimeOp>;
+
+/// Crt-list membership: entries may come and go at runtime, except the
+/// first (the default certificate), and a certificate listed more than once
+/// is left to a reload.
+fn diff_crt_lists(running: &Plan, desired: &Plan, reasons: &mut Vec<String>) -> (CertOps, CertOps) {
+    let mut adds = CertOps::new();
+    let mut removes = CertOps::new();
+    let lists = |plan: &Plan| -> BTreeMap<String, Vec<CrtListEntry>> {
+        plan.crt_lists
+            .iter()
+            .map(|l| (l.path.clone(), l.entries.clone()))
+            .collect()
+    };
+    let (old_lists, new_lists) = (lists(running), lists(desired));
+    if old_lists.keys().ne(new_lists.keys()) {
+        reasons.push("the set of crt-lists changed".to_string());
+        return (adds, removes);
+    }
+    for (path, new) in &new_lists {
+        let old = &old_lists[path];
+        if old.first() != new.first() {
+            reasons.push(format!("the default certificate of {path} changed"));
+            continue;
+        }
+        let by_cert = |entries: &[CrtListEntry]| -> Option<BTreeMap<String, Vec<String>>> {
+            let mut map = BTreeMap::new();
+            for e in entries.iter().skip(1) {
+                if map.insert(e.certificate.clone(), e.sni.clone()).is_some() {
+                    return None;
+                }
+            }
+            Some(map)
+        };
+        let (Some(old), Some(new)) = (by_cert(old), by_cert(new)) else {
+            reasons.push(format!("{path} lists a certificate more than once"));
+            continue;
+        };
+        for (cert, sni) in &new {
+            match old.get(cert) {
+                None => {
+                    let op = RuntimeOp::AddCertificate {
+                        path: cert.clone(),
+                        crt_list: path.clone(),
+                        sni: sni.clone(),
+                    };
+                    adds.insert(cert.clone(), op);
+                }
+                Some(old_sni) if old_sni != sni => {
+                    reasons.push(format!("SNI names of {cert} in {path} changed"));
+                }
+                Some(_) => {}
+            }
+        }
+        for cert in old.keys().filter(|c| !new.contains_key(*c)) {
+            let op = RuntimeOp::RemoveCertificate {
+                path: cert.clone(),
+                crt_list: path.clone(),
+            };
+            removes.insert(cert.clone(), op);
+        }
+    }
+    (adds, removes)
+}
+
+fn diff_files(
+    running: &FileSet,
+    desired: &FileSet,
+    cert_adds: &CertOps,
+    cert_removes: &CertOps,
+    reasons: &mut Vec<String>,
+) -> (Vec<RuntimeOp>, Vec<RuntimeOp>) {
+    let mut cert_updates = Vec::new();
+    let mut map_replaces = Vec::new();
+    let paths: BTreeSet<&str> = running
+        .iter()
+        .chain(desired.iter())
+        .map(|(p, _)| p)
+        .collect();
+    for path in paths {
+        match (running.get(path), desired.get(path)) {
+            (Some(old), Some(new)) if old == new => {}
+            (Some(old), Some(new)) if old.kind != new.kind => {
+                reasons.push(format!("{path} changed kind"));
+            }
+            (Some(_), Some(new)) => match new.kind {
+                // The config's runtime-capable part is the servers, compared below;
+                // the rest is covered by the structure digest.
+                FileKind::Config => {}
+                FileKind::Map => map_replaces.push(RuntimeOp::ReplaceMap {
+                    path: path.to_string(),
+                }),
+                FileKind::Certificate => cert_updates.push(RuntimeOp::UpdateCertificate {
+                    path: path.to_string(),
+                }),
+                // Membership is compared through the plan's crt-lists.
+                FileKind::CrtList => {}
+            },
+            (None, Some(new))
+                if new.kind == FileKind::Certificate && cert_adds.contains_key(path) => {}
+            (Some(old), None)
+                if old.kind == FileKind::Certificate && cert_removes.contains_key(path) => {}
+            (None, Some(_)) => reasons.push(format!("{path} is new")),
+            (Some(_), None) => reasons.push(format!("{path} is gone")),
+            (None, None) => {}
+        }
+    }
+    (cert_updates, map_replaces)
+}
+
+fn diff_backends(
+    running: &[BackendPlan],
+    desired: &[BackendPlan],
+    reasons: &mut Vec<String>,
+) -> (Vec<RuntimeOp>, Vec<RuntimeOp>) {
+    let mut changes = Vec::new();
+    let mut removes = Vec::new();
+    let index = |backends: &[BackendPlan]| -> BTreeMap<String, BTreeMap<String, ServerPlan>> {
+        backends
+            .iter()
+            .map(|b| {
+                let servers = b
+                    .servers
+                    .iter()
+                    .map(|s| (s.name.clone(), s.clone()))
+                    .collect();
+                (b.name.clone(), servers)
+            })
+            .collect()
+    };
+    let (old, new) = (index(running), index(desired));
+    if old.keys().ne(new.keys()) {
+        reasons.push("the set of backends changed".to_string());
+        return (changes, removes);
+    }
+    for (backend, new_servers) in &new {
+        let old_servers = &old[backend];
+        for (name, server) in new_servers {
+            let Some(was) = old_servers.get(name) else {
+                if server.resolve {
+                    reasons.push(format!("DNS-named server {backend}/{name} is new"));
+                } else {
+                    changes.push(RuntimeOp::AddServer {
+                        backend: backend.clone(),
+                        server: server.clone(),
+                    });
+                }
+                continue;
+            };
+            if was.resolve || server.resolve {
+                if was != server {
+                    reasons.push(format!("DNS-named server {backend}/{name} changed"));
+                }
+                continue;
+            }
+            if (&was.address, was.port) != (&server.address, server.port) {
+                changes.push(RuntimeOp::SetServerAddress {
+                    backend: backend.clone(),
+                    server: name.clone(),
+                    address: server.address.clone(),
+                    port: server.port,
+                });
+            }
+            if was.weight != server.weight {
+                changes.push(RuntimeOp::SetServerWeight {
+                    backend: backend.clone(),
+                    server: name.clone(),
+                    weight: server.weight,
+                });
+            }
+            if was.state != server.state {
+                changes.push(RuntimeOp::SetServerState {
+                    backend: backend.clone(),
+                    server: name.clone(),
+                    state: server.state,
+                });
+            }
+        }
+        for (name, was) in old_servers {
+            if new_servers.contains_key(name) {
+                continue;
+            }
+            if was.resolve {
+                reasons.push(format!("DNS-named server {backend}/{name} is gone"));
+            } else {
+                removes.push(RuntimeOp::RemoveServer {
+                    backend: backend.clone(),
+                    server: name.clone(),
+                });
+            }
+        }
+    }
+    (changes, removes)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,299 @@
+//! Table-driven: each kind of change → the runtime operations or a reload.
+
+use hawser_render::{CrtListPlan, MapEntry, MapPlan, MatchKind};
+
+use super::*;
+
+#[derive(Clone)]
+struct Version {
+    plan: Plan,
+    files: FileSet,
+}
+
+impl Version {
+    fn view(&self) -> VersionView<'_> {
+        VersionView {
+            plan: &self.plan,
+            files: &self.files,
+        }
+    }
+}
+
+fn server(name: &str, address: &str, port: u16) -> ServerPlan {
+    ServerPlan {
+        name: name.to_string(),
+        address: address.to_string(),
+        port,
+        weight: 1,
+        state: ServerState::Ready,
+        resolve: false,
+    }
+}
+
+/// One backend with two servers, one map, a default and one SNI certificate.
+fn base() -> Version {
+    let plan = Plan {
+        structure_digest: "s1".to_string(),
+        backends: vec![BackendPlan {
+            name: "be_app_web_80".to_string(),
+            source: "Service app/web port 80".to_string(),
+            balance: "roundrobin".to_string(),
+            timeout_server: None,
+            servers: vec![server("a", "10.0.0.1", 80), server("b", "10.0.0.2", 80)],
+        }],
+        maps: vec![MapPlan {
+            path: "maps/exact.map".to_string(),
+            match_kind: MatchKind::Str,
+            entries: vec![MapEntry {
+                key: "a.test/".to_string(),
+                value: "be_app_web_80".to_string(),
+            }],
+        }],
+        certificates: vec![],
+        crt_lists: vec![CrtListPlan {
+            path: "certs/crt-list.txt".to_string(),
+            entries: vec![
+                CrtListEntry {
+                    certificate: "certs/default.pem".to_string(),
+                    sni: vec![],
+                },
+                CrtListEntry {
+                    certificate: "certs/app_a.pem".to_string(),
+                    sni: vec!["a.test".to_string()],
+                },
+            ],
+        }],
+    };
+    let mut files = FileSet::default();
+    files.insert("haproxy.cfg", FileKind::Config, "cfg servers a b");
+    files.insert("maps/exact.map", FileKind::Map, "a.test/ be_app_web_80\n");
+    files.insert("certs/default.pem", FileKind::Certificate, "default");
+    files.insert("certs/app_a.pem", FileKind::Certificate, "a1");
+    files.insert("certs/crt-list.txt", FileKind::CrtList, "list1");
+    Version { plan, files }
+}
+
+fn servers(v: &mut Version) -> &mut Vec<ServerPlan> {
+    &mut v.plan.backends[0].servers
+}
+
+fn crt_entries(v: &mut Version) -> &mut Vec<CrtListEntry> {
+    &mut v.plan.crt_lists[0].entries
+}
+
+fn runtime(ops: Vec<RuntimeOp>) -> Decision {
+    Decision::Runtime(ops)
+}
+
+fn is_reload(decision: &Decision) -> bool {
+    matches!(decision, Decision::Reload(_))
+}
+
+#[test]
+fn identical_versions_are_a_no_op() {
+    let v = base();
+    assert_eq!(decide(v.view(), v.view()), Decision::NoOp);
+}
+
+#[test]
+fn runtime_changes() {
+    type Edit = fn(&mut Version);
+    let cases: Vec<(&str, Edit, Vec<RuntimeOp>)> = vec![
+        (
+            "endpoint added",
+            |v| {
+                servers(v).push(server("c", "10.0.0.3", 80));
+                v.files
+                    .insert("haproxy.cfg", FileKind::Config, "cfg servers a b c");
+            },
+            vec![RuntimeOp::AddServer {
+                backend: "be_app_web_80".into(),
+                server: server("c", "10.0.0.3", 80),
+            }],
+        ),
+        (
+            "endpoint removed",
+            |v| {
+                servers(v).remove(1);
+            },
+            vec![RuntimeOp::RemoveServer {
+                backend: "be_app_web_80".into(),
+                server: "b".into(),
+            }],
+        ),
+        (
+            "endpoint readdressed, reweighted and put in maintenance",
+            |v| {
+                let s = &mut servers(v)[0];
+                s.address = "10.0.0.9".into();
+                s.port = 8080;
+                s.weight = 5;
+                s.state = ServerState::Maintenance;
+            },
+            vec![
+                RuntimeOp::SetServerAddress {
+                    backend: "be_app_web_80".into(),
+                    server: "a".into(),
+                    address: "10.0.0.9".into(),
+                    port: 8080,
+                },
+                RuntimeOp::SetServerWeight {
+                    backend: "be_app_web_80".into(),
+                    server: "a".into(),
+                    weight: 5,
+                },
+                RuntimeOp::SetServerState {
+                    backend: "be_app_web_80".into(),
+                    server: "a".into(),
+                    state: ServerState::Maintenance,
+                },
+            ],
+        ),
+        (
+            "map content",
+            |v| {
+                v.files
+                    .insert("maps/exact.map", FileKind::Map, "b.test/ be_app_web_80\n")
+            },
+            vec![RuntimeOp::ReplaceMap {
+                path: "maps/exact.map".into(),
+            }],
+        ),
+        (
+            "certificate content, the default one included",
+            |v| {
+                v.files
+                    .insert("certs/app_a.pem", FileKind::Certificate, "a2");
+                v.files
+                    .insert("certs/default.pem", FileKind::Certificate, "default2");
+            },
+            vec![
+                RuntimeOp::UpdateCertificate {
+                    path: "certs/app_a.pem".into(),
+                },
+                RuntimeOp::UpdateCertificate {
+                    path: "certs/default.pem".into(),
+                },
+            ],
+        ),
+        (
+            "certificate added to the crt-list",
+            |v| {
+                crt_entries(v).push(CrtListEntry {
+                    certificate: "certs/app_b.pem".into(),
+                    sni: vec!["b.test".into()],
+                });
+                v.files
+                    .insert("certs/app_b.pem", FileKind::Certificate, "b1");
+                v.files
+                    .insert("certs/crt-list.txt", FileKind::CrtList, "list2");
+            },
+            vec![RuntimeOp::AddCertificate {
+                path: "certs/app_b.pem".into(),
+                crt_list: "certs/crt-list.txt".into(),
+                sni: vec!["b.test".into()],
+            }],
+        ),
+        (
+            "certificate removed from the crt-list",
+            |v| {
+                crt_entries(v).pop();
+                v.files = {
+                    let mut f = FileSet::default();
+                    for (p, file) in v.files.iter().filter(|(p, _)| *p != "certs/app_a.pem") {
+                        f.insert(p, file.kind, file.content.clone());
+                    }
+                    f
+                };
+            },
+            vec![RuntimeOp::RemoveCertificate {
+                path: "certs/app_a.pem".into(),
+                crt_list: "certs/crt-list.txt".into(),
+            }],
+        ),
+    ];
+    for (name, edit, expected) in cases {
+        let running = base();
+        let mut desired = base();
+        edit(&mut desired);
+        assert_eq!(
+            decide(running.view(), desired.view()),
+            runtime(expected),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn operations_are_ordered_adds_before_routes_before_removals() {
+    let running = base();
+    let mut desired = base();
+    servers(&mut desired).remove(0);
+    servers(&mut desired).push(server("c", "10.0.0.3", 80));
+    desired
+        .files
+        .insert("maps/exact.map", FileKind::Map, "new\n");
+    let Decision::Runtime(ops) = decide(running.view(), desired.view()) else {
+        panic!("expected runtime ops");
+    };
+    let kinds: Vec<&str> = ops
+        .iter()
+        .map(|op| match op {
+            RuntimeOp::AddServer { .. } => "add",
+            RuntimeOp::ReplaceMap { .. } => "map",
+            RuntimeOp::RemoveServer { .. } => "remove",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["add", "map", "remove"]);
+}
+
+#[test]
+fn reload_changes() {
+    type Edit = fn(&mut Version);
+    let cases: Vec<(&str, Edit)> = vec![
+        ("structure changed", |v| {
+            v.plan.structure_digest = "s2".into()
+        }),
+        ("backend added", |v| {
+            let mut b = v.plan.backends[0].clone();
+            b.name = "be_app_api_80".into();
+            v.plan.backends.push(b);
+        }),
+        ("new map file", |v| {
+            v.files.insert("maps/other.map", FileKind::Map, "")
+        }),
+        ("default certificate replaced by another file", |v| {
+            crt_entries(v)[0].certificate = "certs/other.pem".into();
+        }),
+        ("SNI names changed", |v| {
+            crt_entries(v)[1].sni.push("c.test".into())
+        }),
+        ("certificate listed twice", |v| {
+            let again = CrtListEntry {
+                certificate: "certs/app_a.pem".into(),
+                sni: vec![],
+            };
+            crt_entries(v).push(again);
+        }),
+        ("DNS-named server added", |v| {
+            let mut s = server("ext", "api.example.com", 443);
+            s.resolve = true;
+            servers(v).push(s);
+        }),
+        ("file changed kind", |v| {
+            v.files.insert("maps/exact.map", FileKind::Config, "x")
+        }),
+        ("certificate file without crt-list entry", |v| {
+            v.files
+                .insert("certs/stray.pem", FileKind::Certificate, "x");
+        }),
+    ];
+    for (name, edit) in cases {
+        let running = base();
+        let mut desired = base();
+        edit(&mut desired);
+        let decision = decide(running.view(), desired.view());
+        assert!(is_reload(&decision), "{name}: {decision:?}");
+    }
+}

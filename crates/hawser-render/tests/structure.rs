@@ -1,0 +1,65 @@
+//! The structure digest: equal when versions differ only in their servers,
+//! different when anything else in haproxy.cfg changes.
+
+#![allow(clippy::expect_used, reason = "tests fail loudly on unexpected errors")]
+
+mod support;
+
+use hawser_model::{Object, Store};
+use hawser_render::RenderConfig;
+
+fn digest(store: &Store, config: RenderConfig) -> String {
+    support::renderer(config)
+        .render(store)
+        .expect("render")
+        .plan
+        .structure_digest
+}
+
+#[test]
+fn endpoint_changes_keep_the_structure() {
+    let case = support::render_case("endpoints");
+    let before = digest(&case.store, RenderConfig::default());
+    let mut store = case.store.clone();
+    let slices: Vec<_> = store
+        .services()
+        .flat_map(|s| {
+            store
+                .endpoint_slices_for(&s.key)
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(!slices.is_empty());
+    for mut slice in slices {
+        slice.endpoints.retain(|e| !e.ready);
+        store.insert(Object::EndpointSlice(slice));
+    }
+    let after = support::renderer(RenderConfig::default())
+        .render(&store)
+        .expect("render");
+    assert_ne!(
+        after.files.text("haproxy.cfg"),
+        case.rendered.files.text("haproxy.cfg")
+    );
+    assert_eq!(after.plan.structure_digest, before);
+}
+
+#[test]
+fn settings_and_backend_changes_change_the_structure() {
+    let case = support::render_case("basic");
+    let before = digest(&case.store, RenderConfig::default());
+    let mut config = RenderConfig::default();
+    config.settings.timeouts.server = "2m".to_string();
+    assert_ne!(digest(&case.store, config), before);
+
+    let mut store = case.store.clone();
+    let ingresses: Vec<_> = store.ingresses().cloned().collect();
+    for ingress in ingresses {
+        let mut ingress = ingress;
+        ingress.rules.clear();
+        ingress.default_backend = None;
+        store.insert(Object::Ingress(ingress));
+    }
+    assert_ne!(digest(&store, RenderConfig::default()), before);
+}
