@@ -14,8 +14,9 @@ echo "== cargo clippy (warnings denied)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== tests"
 if cargo nextest --version >/dev/null 2>&1; then
+  # Doc tests first: nextest does not run them, and its summary should close the run.
+  cargo test --workspace --locked --doc --quiet
   cargo nextest run --workspace --locked --no-fail-fast
-  cargo test --workspace --locked --doc
 else
   cargo test --workspace --locked --no-fail-fast
 fi
