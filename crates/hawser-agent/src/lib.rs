@@ -1,19 +1,36 @@
-//! hawser-agent: applies rendered versions to HAProxy safely.
+//! hawser-agent: applies rendered versions to HAProxy without ever leaving it
+//! on a configuration it cannot load.
 //!
 //! ```text
 //!  desired (generation, files, plan)
 //!      │
 //!      ▼
-//!  tree: stage v<gen> (fsync, MANIFEST) ──► check ──► publish current → v<gen>
-//!                                                        │
-//!                                   runtime ops or reload + verify ──► lkg → v<gen>
-//!                                                        │ failure
-//!                                                        └──► current → lkg
+//!  tree: stage v<gen> (fsync, MANIFEST) ──► haproxy -c in place + checks ──► decide
+//!      │                                                                       │
+//!      │   runtime: publish current → v<gen>, then runtime API operations ◄────┤
+//!      │   reload:  publish, save server state, paced reload, verify ◄─────────┘
+//!      ▼
+//!  lkg → v<gen>            on failure: current → lkg first, then report HAProxy's words
 //! ```
+//!
+//! The invariants this crate holds are listed in `docs/agent.md`.
 
+mod agent;
+mod bootstrap;
 pub mod checks;
 pub mod diff;
+mod drift;
+mod paths;
+pub mod process;
+mod reload;
+mod runtime_ops;
+mod status;
 pub mod tree;
 
+pub use agent::{Agent, AgentConfig, AgentError, AgentHandle, Desired};
 pub use diff::{Decision, RuntimeOp, VersionView, decide};
+pub use paths::AgentPaths;
+pub use process::{ExitInfo, HaproxyLayout, ProcessError, Started, StopMode, Supervisor};
+pub use reload::ReloadError;
+pub use status::{AgentStatus, ApplyKind, ApplyOutcome, Phase};
 pub use tree::{Generation, Manifest, TreeError, TreeStore, VersionName};

@@ -12,7 +12,7 @@
 //! ```
 //!
 //! A version is written file by file (each fsynced, keys created 0600), then
-//! its MANIFEST (the digest of every file), then the directory is fsynced and
+//! its PLAN and MANIFEST (the digest of every file and of the plan), then the directory is fsynced and
 //! renamed into place. A crash at any point leaves either a staging directory
 //! (removed at the next start) or a complete version whose manifest proves it.
 
@@ -23,13 +23,15 @@ use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, symlink};
 use std::path::{Component, Path, PathBuf};
 
-use hawser_render::{FileKind, FileSet};
+use hawser_render::{FileKind, FileSet, Plan};
 use sha2::{Digest, Sha256};
 
 /// A render's sequence number. Versions are ordered by it.
 pub type Generation = u64;
 
 const MANIFEST: &str = "MANIFEST";
+/// The version's plan, as JSON: what the agent knows HAProxy runs after a restart.
+const PLAN: &str = "PLAN";
 const MANIFEST_HEADER: &str = "hawser-manifest 1";
 const VERSION_PREFIX: &str = "v";
 const STAGING_PREFIX: &str = "staging.";
@@ -103,6 +105,8 @@ impl fmt::Display for VersionName {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Manifest {
     pub generation: Generation,
+    /// Digest of the PLAN file.
+    pub plan: String,
     pub files: BTreeMap<String, ManifestEntry>,
 }
 
@@ -114,7 +118,7 @@ pub struct ManifestEntry {
 }
 
 impl Manifest {
-    pub fn of(generation: Generation, files: &FileSet) -> Self {
+    pub fn of(generation: Generation, files: &FileSet, plan_json: &[u8]) -> Self {
         let files = files
             .iter()
             .map(|(path, file)| {
@@ -125,11 +129,18 @@ impl Manifest {
                 (path.to_string(), entry)
             })
             .collect();
-        Manifest { generation, files }
+        Manifest {
+            generation,
+            plan: digest(plan_json),
+            files,
+        }
     }
 
     fn to_text(&self) -> String {
-        let mut out = format!("{MANIFEST_HEADER}\ngeneration {}\n", self.generation);
+        let mut out = format!(
+            "{MANIFEST_HEADER}\ngeneration {}\nplan {}\n",
+            self.generation, self.plan
+        );
         for (path, entry) in &self.files {
             out.push_str(&format!(
                 "{} {} {path}\n",
@@ -146,6 +157,7 @@ impl Manifest {
             return None;
         }
         let generation = lines.next()?.strip_prefix("generation ")?.parse().ok()?;
+        let plan = lines.next()?.strip_prefix("plan ")?.to_string();
         let mut files = BTreeMap::new();
         for line in lines {
             let mut parts = line.splitn(3, ' ');
@@ -154,7 +166,11 @@ impl Manifest {
             let path = parts.next()?.to_string();
             files.insert(path, ManifestEntry { digest, kind });
         }
-        Some(Manifest { generation, files })
+        Some(Manifest {
+            generation,
+            plan,
+            files,
+        })
     }
 }
 
@@ -224,9 +240,18 @@ impl TreeStore {
 
     /// Writes a version and returns its name. Writing a generation that already
     /// exists with the same content reuses it; with other content it is an error.
-    pub fn stage(&self, generation: Generation, files: &FileSet) -> Result<VersionName, TreeError> {
+    pub fn stage(
+        &self,
+        generation: Generation,
+        files: &FileSet,
+        plan: &Plan,
+    ) -> Result<VersionName, TreeError> {
         let version = VersionName(generation);
-        let manifest = Manifest::of(generation, files);
+        let plan_json = serde_json::to_vec(plan).map_err(|e| TreeError::Damaged {
+            version,
+            reason: format!("plan does not serialize: {e}"),
+        })?;
+        let manifest = Manifest::of(generation, files, &plan_json);
         let target = self.version_path(version);
         if target.exists() {
             let existing = self.verify(version)?;
@@ -256,6 +281,7 @@ impl TreeStore {
             }
             write_synced(&dest, &file.content, file.mode())?;
         }
+        write_synced(&staging.join(PLAN), &plan_json, 0o644)?;
         write_synced(
             &staging.join(MANIFEST),
             manifest.to_text().as_bytes(),
@@ -283,6 +309,10 @@ impl TreeStore {
                 manifest.generation
             )));
         }
+        let plan = fs::read(dir.join(PLAN)).map_err(|e| damaged(format!("{PLAN}: {e}")))?;
+        if digest(&plan) != manifest.plan {
+            return Err(damaged(format!("{PLAN} does not match its digest")));
+        }
         for (path, entry) in &manifest.files {
             let content = fs::read(dir.join(plain_relative(path)?))
                 .map_err(|e| damaged(format!("{path}: {e}")))?;
@@ -293,17 +323,23 @@ impl TreeStore {
         Ok(manifest)
     }
 
-    /// Reads a version's files back (after [`TreeStore::verify`]).
-    pub fn read(&self, version: VersionName) -> Result<FileSet, TreeError> {
+    /// Reads a version's files and plan back (after [`TreeStore::verify`]).
+    pub fn read(&self, version: VersionName) -> Result<(FileSet, Plan), TreeError> {
         let manifest = self.verify(version)?;
         let dir = self.version_path(version);
+        let plan_path = dir.join(PLAN);
+        let plan_json = fs::read(&plan_path).map_err(io_err("cannot read", &plan_path))?;
+        let plan = serde_json::from_slice(&plan_json).map_err(|e| TreeError::Damaged {
+            version,
+            reason: format!("{PLAN} does not parse: {e}"),
+        })?;
         let mut files = FileSet::default();
         for (path, entry) in &manifest.files {
             let full = dir.join(plain_relative(path)?);
             let content = fs::read(&full).map_err(io_err("cannot read", &full))?;
             files.insert(path.clone(), entry.kind, content);
         }
-        Ok(files)
+        Ok((files, plan))
     }
 
     /// Points `current` at a version, atomically (symlink, then rename over).
@@ -398,7 +434,7 @@ fn plain_relative(path: &str) -> Result<&Path, TreeError> {
         && relative
             .components()
             .all(|c| matches!(c, Component::Normal(_)));
-    if plain && path != MANIFEST {
+    if plain && path != MANIFEST && path != PLAN {
         Ok(relative)
     } else {
         Err(TreeError::BadPath(path.to_string()))

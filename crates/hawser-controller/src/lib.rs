@@ -11,8 +11,11 @@
 //! trimmed views with their `from_k8s` conversions and fills a
 //! [`hawser_model::Store`]; what a source cannot use is reported, not fatal.
 
+pub mod admin;
 pub mod gate;
+pub mod local;
 pub mod manifests;
+pub mod metrics;
 mod tree;
 
 pub use manifests::{ManifestError, ManifestSet, Problem, ProblemKind, load_dir};

@@ -39,6 +39,15 @@ pub struct Settings {
     pub default_certificate: Option<String>,
     /// The `spec.controller` of the IngressClasses hawser serves.
     pub ingress_controller: String,
+    /// HAProxy's runtime API socket (an absolute path, level admin), through
+    /// which the agent changes servers, maps and certificates.
+    pub runtime_socket: Option<String>,
+    /// HAProxy's `server-state-file` (an absolute path); the agent writes it
+    /// before each reload so servers keep their state across it.
+    pub server_state_file: Option<String>,
+    /// Port of a health listener whose `/healthz` answers 200 while this
+    /// configuration serves (a bootstrap configuration answers 503 there).
+    pub health_port: Option<u16>,
     /// Free-form values for your own templates and snippets (`settings.values.x`).
     pub values: BTreeMap<String, String>,
 }
@@ -55,6 +64,9 @@ impl Default for Settings {
             log_format: None,
             default_certificate: None,
             ingress_controller: INGRESS_CONTROLLER.to_string(),
+            runtime_socket: None,
+            server_state_file: None,
+            health_port: None,
             values: BTreeMap::new(),
         }
     }
@@ -128,6 +140,22 @@ impl RenderConfig {
                     s.http_port, s.https_port
                 ),
             ));
+        }
+        if let Some(port) = s.health_port
+            && (port == 0 || port == s.http_port || port == s.https_port)
+        {
+            return Err(invalid(
+                "healthPort",
+                format!("{port} must be a port of its own"),
+            ));
+        }
+        for (field, value) in [
+            ("runtimeSocket", &s.runtime_socket),
+            ("serverStateFile", &s.server_state_file),
+        ] {
+            if let Some(path) = value {
+                validate::absolute_path(path).map_err(|e| invalid(field, e))?;
+            }
         }
         if !s.bind_address.is_empty() && s.bind_address.parse::<std::net::IpAddr>().is_err() {
             return Err(invalid(

@@ -5,9 +5,9 @@
 //! templates then write haproxy.cfg from it, and map and crt-list files are
 //! written from it directly, so the plan and the files cannot disagree.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
     /// SHA-256 of haproxy.cfg rendered with every backend's servers left out.
     /// Equal digests mean two configurations differ at most in their servers,
@@ -22,7 +22,7 @@ pub struct Plan {
     pub crt_lists: Vec<CrtListPlan>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BackendPlan {
     /// The HAProxy backend name (`be_<namespace>_<service>_<port>`).
     pub name: String,
@@ -36,7 +36,7 @@ pub struct BackendPlan {
     pub servers: Vec<ServerPlan>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ServerPlan {
     pub name: String,
     /// An IP address, or a DNS name for an ExternalName Service.
@@ -48,7 +48,7 @@ pub struct ServerPlan {
     pub resolve: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ServerState {
     /// Takes traffic.
@@ -57,7 +57,7 @@ pub enum ServerState {
     Maintenance,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MapPlan {
     /// Relative to the tree root, e.g. `maps/exact.map`.
     pub path: String,
@@ -68,20 +68,20 @@ pub struct MapPlan {
     pub entries: Vec<MapEntry>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MatchKind {
     Str,
     Beg,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MapEntry {
     pub key: String,
     pub value: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CertificatePlan {
     /// Relative path of the PEM file (certificate chain then key).
     pub path: String,
@@ -89,14 +89,14 @@ pub struct CertificatePlan {
     pub source: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CrtListPlan {
     pub path: String,
     /// The first entry is the default certificate, served when no SNI matches.
     pub entries: Vec<CrtListEntry>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CrtListEntry {
     pub certificate: String,
     /// SNI names this certificate answers for; empty means its own names.

@@ -108,6 +108,20 @@ pub fn duration(what: &str, value: &str) -> Result<(), String> {
     }
 }
 
+/// An absolute file path of plain characters (letters, digits, `/._-`).
+pub fn absolute_path(value: &str) -> Result<(), String> {
+    let plain = value
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._-".contains(&b));
+    if value.starts_with('/') && plain && !value.split('/').any(|part| part == "..") {
+        Ok(())
+    } else {
+        Err(format!(
+            "{value:?} must be an absolute path of letters, digits, '/', '.', '_' and '-'"
+        ))
+    }
+}
+
 /// A port number, 1 to 65535.
 pub fn port(what: &str, value: i32) -> Result<u16, String> {
     u16::try_from(value)

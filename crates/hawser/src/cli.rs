@@ -30,9 +30,16 @@ pub enum Command {
     /// HAProxy refuses the configuration (its message and the object at fault
     /// are printed).
     Validate(InputArgs),
+    /// Serve a manifests directory: watch it, render every change, and apply it
+    /// to an HAProxy this process starts, runtime API first, reloads verified.
+    ///
+    /// Keeps serving the last good version on any error. `--admin` serves
+    /// /healthz, /readyz, /status (JSON) and /metrics (Prometheus).
+    Run(RunArgs),
     /// Serve the built-in example: echo backends and HAProxy on local ports.
     ///
-    /// Prints curl commands to try. Needs HAProxy >= 3.0 (HAWSER_HAPROXY or PATH).
+    /// Prints curl commands to try, then edits a manifest to show a change
+    /// applied live. Needs HAProxy >= 3.0 (HAWSER_HAPROXY or PATH).
     Demo(DemoArgs),
     /// Run an echo backend: answers every request with JSON describing it.
     Echo(EchoArgs),
@@ -60,6 +67,35 @@ pub struct RenderArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Versioned trees, HAProxy's sockets and the agent's state. HAProxy runs
+    /// with -C <state-dir>/tree/current.
+    #[arg(long, env = "HAWSER_STATE_DIR", default_value = "hawser-state")]
+    pub state_dir: PathBuf,
+    /// Port for plain HTTP (overrides settings.httpPort).
+    #[arg(long, env = "HAWSER_HTTP_PORT")]
+    pub http_port: Option<u16>,
+    /// Port for HTTPS (overrides settings.httpsPort).
+    #[arg(long, env = "HAWSER_HTTPS_PORT")]
+    pub https_port: Option<u16>,
+    /// Address of the admin listener (/healthz, /readyz, /status, /metrics).
+    #[arg(long, env = "HAWSER_ADMIN", default_value = "127.0.0.1:9180")]
+    pub admin: SocketAddr,
+    /// Port of HAProxy's health listener (/healthz: 200 once a rendered
+    /// configuration serves, 503 before).
+    #[arg(long, env = "HAWSER_HEALTH_PORT", default_value_t = 8404)]
+    pub health_port: u16,
+    /// Least time between two reloads, in milliseconds; runtime changes are not paced.
+    #[arg(long, default_value_t = 1000)]
+    pub min_reload_interval_ms: u64,
+    /// How often live HAProxy state is compared with the applied version, in seconds.
+    #[arg(long, default_value_t = 30)]
+    pub drift_interval_secs: u64,
+}
+
+#[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Port for plain HTTP.
     #[arg(long, default_value_t = 8080, env = "HAWSER_HTTP_PORT")]
@@ -67,9 +103,15 @@ pub struct DemoArgs {
     /// Port for HTTPS.
     #[arg(long, default_value_t = 8443, env = "HAWSER_HTTPS_PORT")]
     pub https_port: u16,
-    /// Where the rendered tree is written; a temporary directory by default.
+    /// Where the example's manifests and the state go; a temporary directory by default.
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
+    /// Address of the admin listener (/healthz, /readyz, /status, /metrics).
+    #[arg(long, default_value = "127.0.0.1:9180")]
+    pub admin: SocketAddr,
+    /// Port of HAProxy's health listener.
+    #[arg(long, default_value_t = 8404)]
+    pub health_port: u16,
 }
 
 #[derive(Debug, Args)]

@@ -10,6 +10,13 @@ fn files(map: &str) -> FileSet {
     files
 }
 
+fn plan() -> Plan {
+    Plan {
+        structure_digest: "s".to_string(),
+        ..Plan::default()
+    }
+}
+
 fn store() -> (tempfile::TempDir, TreeStore) {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = TreeStore::open(dir.path().join("tree")).expect("open");
@@ -19,9 +26,9 @@ fn store() -> (tempfile::TempDir, TreeStore) {
 #[test]
 fn staged_version_round_trips_and_keys_are_private() {
     let (_dir, store) = store();
-    let v = store.stage(7, &files("a b\n")).expect("stage");
+    let v = store.stage(7, &files("a b\n"), &plan()).expect("stage");
     assert_eq!(v.to_string(), "v00000000000000000007");
-    assert_eq!(store.read(v).expect("read"), files("a b\n"));
+    assert_eq!(store.read(v).expect("read"), (files("a b\n"), plan()));
     let mode = |p: &str| {
         fs::metadata(store.version_path(v).join(p))
             .expect("meta")
@@ -36,18 +43,20 @@ fn staged_version_round_trips_and_keys_are_private() {
 #[test]
 fn restaging_the_same_generation_is_idempotent_but_never_overwrites() {
     let (_dir, store) = store();
-    let v = store.stage(1, &files("a b\n")).expect("stage");
-    assert_eq!(store.stage(1, &files("a b\n")).expect("again"), v);
-    let err = store.stage(1, &files("a c\n")).expect_err("other content");
+    let v = store.stage(1, &files("a b\n"), &plan()).expect("stage");
+    assert_eq!(store.stage(1, &files("a b\n"), &plan()).expect("again"), v);
+    let err = store
+        .stage(1, &files("a c\n"), &plan())
+        .expect_err("other content");
     assert_eq!(err.metric_label(), "damaged");
-    assert_eq!(store.read(v).expect("read"), files("a b\n"));
+    assert_eq!(store.read(v).expect("read"), (files("a b\n"), plan()));
 }
 
 #[test]
 fn pointers_flip_atomically_and_roll_back_to_lkg() {
     let (_dir, store) = store();
-    let v1 = store.stage(1, &files("a b\n")).expect("v1");
-    let v2 = store.stage(2, &files("a c\n")).expect("v2");
+    let v1 = store.stage(1, &files("a b\n"), &plan()).expect("v1");
+    let v2 = store.stage(2, &files("a c\n"), &plan()).expect("v2");
     assert_eq!(store.current(), None);
     assert_eq!(store.roll_back().expect("no lkg"), None);
     store.publish(v1).expect("publish");
@@ -66,7 +75,7 @@ fn pointers_flip_atomically_and_roll_back_to_lkg() {
 #[test]
 fn damage_is_detected() {
     let (_dir, store) = store();
-    let v = store.stage(3, &files("a b\n")).expect("stage");
+    let v = store.stage(3, &files("a b\n"), &plan()).expect("stage");
     fs::write(store.version_path(v).join("maps/exact.map"), "a evil\n").expect("tamper");
     let err = store.verify(v).expect_err("damaged");
     assert!(err.to_string().contains("maps/exact.map"), "{err}");
@@ -86,7 +95,11 @@ fn leftover_staging_is_removed_on_open() {
 fn garbage_collection_keeps_every_pinned_version() {
     let (_dir, store) = store();
     let v: Vec<VersionName> = (1..=6)
-        .map(|g| store.stage(g, &files(&format!("k {g}\n"))).expect("stage"))
+        .map(|g| {
+            store
+                .stage(g, &files(&format!("k {g}\n")), &plan())
+                .expect("stage")
+        })
         .collect();
     store.mark_loaded(v[0]).expect("loaded");
     store.mark_good(v[2]).expect("lkg");
@@ -102,9 +115,9 @@ fn garbage_collection_keeps_every_pinned_version() {
 #[test]
 fn paths_that_escape_are_refused() {
     let (_dir, store) = store();
-    for bad in ["../x", "/etc/passwd", "a/../../b", "MANIFEST", ""] {
+    for bad in ["../x", "/etc/passwd", "a/../../b", "MANIFEST", "PLAN", ""] {
         let mut f = FileSet::default();
         f.insert(bad, FileKind::Map, "x");
-        assert!(store.stage(1, &f).is_err(), "{bad:?}");
+        assert!(store.stage(1, &f, &plan()).is_err(), "{bad:?}");
     }
 }

@@ -16,6 +16,10 @@ impl SslCertList {
     /// Parses the listing; `None` when it is not one.
     pub(super) fn parse(text: &str) -> Option<Self> {
         let mut list = Self::default();
+        // HAProxy answers nothing at all when it holds no certificate.
+        if text.trim().is_empty() {
+            return Some(list);
+        }
         let mut in_transaction = None;
         for line in text.lines().filter(|line| !line.trim().is_empty()) {
             match line {

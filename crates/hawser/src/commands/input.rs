@@ -34,7 +34,7 @@ pub fn load_with(manifests: &Path, config: RenderConfig) -> anyhow::Result<Input
     })
 }
 
-fn read_config(path: &Path) -> anyhow::Result<RenderConfig> {
+pub fn read_config(path: &Path) -> anyhow::Result<RenderConfig> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read config {}", path.display()))
         .map_err(UsageError)?;

@@ -1,0 +1,649 @@
+//! The agent: one task that owns HAProxy's configuration and applies the
+//! newest desired version, one at a time.
+//!
+//! ```text
+//!  submit(desired) ──watch (latest wins)──► applier task ──► stage, check, decide
+//!                                             │   ▲            runtime ops | paced reload + verify
+//!                  drift timer ───────────────┤   │            lkg / roll back
+//!                  HAProxy master exits ──────┘   └── status (watch), outcomes (broadcast)
+//! ```
+//!
+//! Bursts coalesce: while a version is applied, newer submissions replace each
+//! other and only the newest is applied next. Reloads are paced by
+//! `min_reload_interval`.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hawser_haproxy::{HaproxyBinary, MasterCli, RuntimeApi};
+use hawser_render::{CONFIG_PATH, FileSet, Plan};
+use tokio::sync::{broadcast, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+use crate::bootstrap::{BOOTSTRAP_GENERATION, bootstrap};
+use crate::checks::{AccountFiles, check_global};
+use crate::diff::{Decision, VersionView, decide};
+use crate::drift;
+use crate::paths::AgentPaths;
+use crate::process::{HaproxyLayout, ProcessError, Started, Supervisor};
+use crate::reload::Reloader;
+use crate::runtime_ops::{self, describe};
+use crate::status::{AgentStatus, ApplyKind, ApplyOutcome, Phase};
+use crate::tree::{Generation, TreeError, TreeStore, VersionName};
+
+/// One rendered version to apply.
+#[derive(Debug, Clone)]
+pub struct Desired {
+    pub generation: Generation,
+    pub files: FileSet,
+    pub plan: Plan,
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub paths: AgentPaths,
+    pub haproxy: HaproxyBinary,
+    /// The health listener (probed after every reload), as the rendered
+    /// configuration binds it; the bootstrap configuration answers 503 there.
+    pub health: Option<SocketAddr>,
+    /// At least this long between two reloads; runtime changes are not paced.
+    pub min_reload_interval: Duration,
+    /// How often live state is compared with the applied version.
+    pub drift_interval: Duration,
+    /// Unreferenced versions kept for forensics.
+    pub keep_versions: usize,
+    /// How long HAProxy may drain on shutdown.
+    pub stop_grace: Duration,
+}
+
+impl AgentConfig {
+    pub fn new(paths: AgentPaths, haproxy: HaproxyBinary) -> Self {
+        AgentConfig {
+            paths,
+            haproxy,
+            health: None,
+            min_reload_interval: Duration::from_secs(1),
+            drift_interval: Duration::from_secs(30),
+            keep_versions: 3,
+            stop_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+    #[error("cannot start HAProxy: {0}")]
+    Process(#[from] ProcessError),
+    #[error("cannot create {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl AgentError {
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            AgentError::Tree(e) => e.metric_label(),
+            AgentError::Process(e) => e.metric_label(),
+            AgentError::Io { .. } => "io",
+        }
+    }
+}
+
+/// How callers talk to a running agent.
+#[derive(Debug, Clone)]
+pub struct AgentHandle {
+    desired: Arc<watch::Sender<Option<Arc<Desired>>>>,
+    next_generation: Generation,
+    status: watch::Receiver<AgentStatus>,
+    outcomes: broadcast::Sender<ApplyOutcome>,
+}
+
+impl AgentHandle {
+    /// Hands over a desired version; a newer one replaces it if it was not started yet.
+    pub fn submit(&self, desired: Desired) {
+        self.desired.send_replace(Some(Arc::new(desired)));
+    }
+
+    pub fn status(&self) -> watch::Receiver<AgentStatus> {
+        self.status.clone()
+    }
+
+    /// The first generation number newer than every version on disk when the
+    /// agent started; sources number their renders from it.
+    pub fn next_generation(&self) -> Generation {
+        self.next_generation
+    }
+
+    /// Every apply's outcome, as it happens.
+    pub fn outcomes(&self) -> broadcast::Receiver<ApplyOutcome> {
+        self.outcomes.subscribe()
+    }
+}
+
+pub struct Agent {
+    handle: AgentHandle,
+    stop: watch::Sender<bool>,
+    task: JoinHandle<Supervisor>,
+    stop_grace: Duration,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("handle", &self.handle)
+            .finish()
+    }
+}
+
+/// What HAProxy runs, as the agent knows it.
+struct Running {
+    generation: Generation,
+    files: FileSet,
+    plan: Plan,
+}
+
+struct Core {
+    config: AgentConfig,
+    tree: TreeStore,
+    runtime: RuntimeApi,
+    reloader: Reloader,
+    running: Running,
+    last_reload: Option<Instant>,
+    status: watch::Sender<AgentStatus>,
+    outcomes: broadcast::Sender<ApplyOutcome>,
+}
+
+impl Agent {
+    /// Opens the state directory, recovers from whatever a crash left, and
+    /// starts (or adopts) HAProxy on the last good version.
+    pub async fn start(config: AgentConfig) -> Result<Agent, AgentError> {
+        let paths = config.paths.clone();
+        for dir in [paths.run(), paths.tree()] {
+            std::fs::create_dir_all(&dir).map_err(|source| AgentError::Io {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let tree = TreeStore::open(paths.tree())?;
+        let (status, status_rx) = watch::channel(AgentStatus::starting());
+        let (outcomes, _) = broadcast::channel(64);
+        let boot = boot_version(&tree, &config)?;
+        let layout = HaproxyLayout {
+            run_dir: paths.run(),
+            config_dir: tree.current_path(),
+            config_file: CONFIG_PATH.to_string(),
+        };
+        let (supervisor, started) = start_haproxy(&config, &tree, layout).await?;
+        let runtime = RuntimeApi::new(paths.runtime_socket());
+        let reloader = Reloader {
+            master: MasterCli::new(paths.master_socket()),
+            runtime: runtime.clone(),
+            probe: config.health,
+        };
+        let next_generation = tree
+            .versions()?
+            .last()
+            .map_or(1, |v| v.generation() + 1)
+            .max(1);
+        let current = tree.current().unwrap_or(boot);
+        let (files, plan) = tree.read(current)?;
+        let mut core = Core {
+            config: config.clone(),
+            tree,
+            runtime,
+            reloader,
+            running: Running {
+                generation: current.generation(),
+                files,
+                plan,
+            },
+            last_reload: None,
+            status,
+            outcomes: outcomes.clone(),
+        };
+        core.recover(started).await;
+
+        let (desired_tx, desired_rx) = watch::channel(None);
+        let (stop, stop_rx) = watch::channel(false);
+        let task = tokio::spawn(core.run(supervisor, desired_rx, stop_rx));
+        Ok(Agent {
+            handle: AgentHandle {
+                desired: Arc::new(desired_tx),
+                next_generation,
+                status: status_rx,
+                outcomes,
+            },
+            stop,
+            task,
+            stop_grace: config.stop_grace,
+        })
+    }
+
+    pub fn handle(&self) -> AgentHandle {
+        self.handle.clone()
+    }
+
+    /// Stops applying and stops HAProxy gracefully.
+    pub async fn shutdown(self) -> Result<(), AgentError> {
+        let _ = self.stop.send(true);
+        match self.task.await {
+            Ok(supervisor) => supervisor
+                .stop(self.stop_grace)
+                .await
+                .map_err(AgentError::from),
+            Err(e) => {
+                warn!("agent task ended abnormally: {e}");
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The version HAProxy should boot: `current` if intact, else `lkg`, else
+/// the bootstrap configuration.
+fn boot_version(tree: &TreeStore, config: &AgentConfig) -> Result<VersionName, AgentError> {
+    if let Some(current) = tree.current() {
+        match tree.verify(current) {
+            Ok(_) => return Ok(current),
+            Err(e) => warn!("{e}; falling back to the last good version"),
+        }
+    }
+    if let Some(lkg) = tree.lkg()
+        && tree.verify(lkg).is_ok()
+    {
+        tree.publish(lkg)?;
+        return Ok(lkg);
+    }
+    let health = config
+        .health
+        .map(|addr| (addr.ip().to_string(), addr.port()));
+    let (files, plan) = bootstrap(
+        &config.paths,
+        health.as_ref().map(|(ip, port)| (ip.as_str(), *port)),
+    );
+    let version = tree.stage(BOOTSTRAP_GENERATION, &files, &plan)?;
+    tree.publish(version)?;
+    tree.mark_good(version)?;
+    Ok(version)
+}
+
+/// Starts or adopts HAProxy. A version that cannot start is abandoned for
+/// `lkg`, then for the bootstrap configuration.
+async fn start_haproxy(
+    config: &AgentConfig,
+    tree: &TreeStore,
+    layout: HaproxyLayout,
+) -> Result<(Supervisor, Started), AgentError> {
+    loop {
+        match Supervisor::start(&config.haproxy, layout.clone()).await {
+            Ok(started) => return Ok(started),
+            Err(e @ ProcessError::ExitedDuringStart { .. }) => {
+                let current = tree.current();
+                let fallback = match tree.lkg() {
+                    Some(lkg) if Some(lkg) != current => lkg,
+                    _ if current.map(VersionName::generation) != Some(BOOTSTRAP_GENERATION) => {
+                        boot_version_bootstrap(tree, config)?
+                    }
+                    _ => return Err(e.into()),
+                };
+                warn!("HAProxy cannot start on {current:?}: {e}; starting {fallback} instead");
+                tree.publish(fallback)?;
+                tree.mark_good(fallback)?;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+fn boot_version_bootstrap(
+    tree: &TreeStore,
+    config: &AgentConfig,
+) -> Result<VersionName, AgentError> {
+    let health = config
+        .health
+        .map(|addr| (addr.ip().to_string(), addr.port()));
+    let (files, plan) = bootstrap(
+        &config.paths,
+        health.as_ref().map(|(ip, port)| (ip.as_str(), *port)),
+    );
+    Ok(tree.stage(BOOTSTRAP_GENERATION, &files, &plan)?)
+}
+
+impl Core {
+    async fn run(
+        mut self,
+        mut supervisor: Supervisor,
+        mut desired: watch::Receiver<Option<Arc<Desired>>>,
+        mut stop: watch::Receiver<bool>,
+    ) -> Supervisor {
+        let mut drift = tokio::time::interval(self.config.drift_interval);
+        drift.tick().await;
+        loop {
+            tokio::select! {
+                _ = stop.changed() => break,
+                changed = desired.changed() => {
+                    if changed.is_err() {
+                        break;
+                    }
+                    let next = desired.borrow_and_update().clone();
+                    if let Some(next) = next {
+                        self.apply(&next, &mut desired).await;
+                    }
+                }
+                _ = drift.tick() => self.repair_drift().await,
+                exit = supervisor.wait_exit() => {
+                    warn!("HAProxy master exited ({exit:?}); restarting on the last good version");
+                    self.restart(&mut supervisor).await;
+                }
+            }
+        }
+        self.set_phase(Phase::Draining);
+        supervisor
+    }
+
+    /// After a start: put HAProxy in a known state and report it.
+    async fn recover(&mut self, started: Started) {
+        let current = self.tree.current();
+        if started == Started::Adopted && current != self.tree.lkg() {
+            // A crash interrupted an apply: HAProxy may run the old or the new
+            // version. Reloading `current` (already checked) makes it known.
+            info!("adopted HAProxy; reloading {current:?} to converge after an interrupted apply");
+            if let Err(e) = self
+                .reloader
+                .reload(&self.config.paths.server_state_file())
+                .await
+            {
+                warn!("reload after adoption failed: {e}; rolling back");
+                self.roll_back_and_reload().await;
+            }
+        }
+        if let Some(current) = self.tree.current() {
+            let _ = self.tree.mark_loaded(current);
+        }
+        match self.runtime.abort_open_transaction().await {
+            Ok(Some(path)) => warn!("aborted an SSL transaction left open for {path}"),
+            Ok(None) => {}
+            Err(e) => warn!("cannot look for open SSL transactions: {e}"),
+        }
+        self.repair_drift().await;
+        self.publish_running();
+    }
+
+    fn publish_running(&self) {
+        let bootstrap = self.running.generation == BOOTSTRAP_GENERATION;
+        self.status.send_modify(|s| {
+            s.phase = if bootstrap {
+                Phase::Bootstrap
+            } else {
+                Phase::Serving
+            };
+            s.applied_generation = (!bootstrap).then_some(self.running.generation);
+        });
+    }
+
+    fn set_phase(&self, phase: Phase) {
+        self.status.send_modify(|s| s.phase = phase);
+    }
+
+    async fn apply(
+        &mut self,
+        desired: &Desired,
+        newer: &mut watch::Receiver<Option<Arc<Desired>>>,
+    ) {
+        let started = Instant::now();
+        self.status
+            .send_modify(|s| s.desired_generation = Some(desired.generation));
+        let result = self.try_apply(desired, newer).await;
+        let (kind, summary, error) = match result {
+            Ok(Some((kind, summary))) => (kind, summary, None),
+            Ok(None) => return, // superseded by a newer version before anything changed
+            Err(error) => (ApplyKind::Rejected, String::new(), Some(error)),
+        };
+        let outcome = ApplyOutcome {
+            generation: desired.generation,
+            kind,
+            duration: started.elapsed(),
+            summary,
+            error: error.clone(),
+        };
+        match &error {
+            None => info!(
+                generation = desired.generation,
+                kind = ?kind,
+                ms = outcome.duration.as_millis() as u64,
+                "applied: {}",
+                outcome.summary
+            ),
+            Some(e) => warn!(generation = desired.generation, "rejected: {e}"),
+        }
+        self.status.send_modify(|s| {
+            if kind == ApplyKind::Rejected {
+                s.rejected += 1;
+                s.last_error = error.clone();
+            } else {
+                s.last_error = None;
+            }
+            s.last_outcome = Some(outcome.clone());
+        });
+        if error.is_none() {
+            self.publish_running();
+        }
+        let _ = self.outcomes.send(outcome);
+        if let Err(e) = self.tree.collect_garbage(self.config.keep_versions) {
+            warn!("cannot remove old versions: {e}");
+        }
+    }
+
+    /// `Ok(None)` when a newer version arrived while waiting to reload.
+    async fn try_apply(
+        &mut self,
+        desired: &Desired,
+        newer: &mut watch::Receiver<Option<Arc<Desired>>>,
+    ) -> Result<Option<(ApplyKind, String)>, String> {
+        let version = self
+            .tree
+            .stage(desired.generation, &desired.files, &desired.plan)
+            .map_err(|e| e.to_string())?;
+        self.config
+            .haproxy
+            .check(self.tree.version_path(version), CONFIG_PATH)
+            .await
+            .map_err(|e| e.to_string())?;
+        let config_text = desired.files.text(CONFIG_PATH).unwrap_or_default();
+        check_global(config_text, &AccountFiles::default()).map_err(|e| e.to_string())?;
+
+        let running = VersionView {
+            plan: &self.running.plan,
+            files: &self.running.files,
+        };
+        let target = VersionView {
+            plan: &desired.plan,
+            files: &desired.files,
+        };
+        let reasons = match decide(running, target) {
+            Decision::NoOp => {
+                self.publish_good(version, desired)?;
+                return Ok(Some((
+                    ApplyKind::NoOp,
+                    "nothing HAProxy serves changed".to_string(),
+                )));
+            }
+            Decision::Runtime(ops) => {
+                // Disk first: a reload or restart from now on loads this version.
+                self.tree.publish(version).map_err(|e| e.to_string())?;
+                let summary = ops.iter().map(describe).collect::<Vec<_>>().join(", ");
+                match runtime_ops::execute(&self.runtime, &ops, &desired.files, &desired.plan).await
+                {
+                    Ok(()) => {
+                        self.status
+                            .send_modify(|s| s.runtime_ops += ops.len() as u64);
+                        self.publish_good(version, desired)?;
+                        return Ok(Some((ApplyKind::Runtime, summary)));
+                    }
+                    Err(e) => {
+                        warn!("runtime change failed ({e}); reloading instead");
+                        vec![format!("runtime change failed: {e}")]
+                    }
+                }
+            }
+            Decision::Reload(reasons) => reasons,
+        };
+        if !self.wait_for_reload_slot(newer).await {
+            return Ok(None);
+        }
+        self.reload_to(version, desired).await?;
+        Ok(Some((ApplyKind::Reload, reasons.join("; "))))
+    }
+
+    /// Waits out the reload pacing; false if a newer version arrived meanwhile.
+    async fn wait_for_reload_slot(
+        &self,
+        newer: &mut watch::Receiver<Option<Arc<Desired>>>,
+    ) -> bool {
+        if let Some(last) = self.last_reload {
+            let ready_at = last + self.config.min_reload_interval;
+            if Instant::now() < ready_at {
+                // A clone, so that waking up does not mark the newer version seen.
+                let mut wake = newer.clone();
+                tokio::select! {
+                    _ = tokio::time::sleep_until(ready_at) => {}
+                    _ = wake.changed() => {}
+                }
+            }
+        }
+        !newer.has_changed().unwrap_or(false)
+    }
+
+    async fn reload_to(&mut self, version: VersionName, desired: &Desired) -> Result<(), String> {
+        self.tree.publish(version).map_err(|e| e.to_string())?;
+        self.set_phase(Phase::Reloading);
+        self.last_reload = Some(Instant::now());
+        let result = self
+            .reloader
+            .reload(&self.config.paths.server_state_file())
+            .await;
+        match result {
+            Ok(pid) => {
+                self.status.send_modify(|s| s.reloads += 1);
+                info!(
+                    generation = desired.generation,
+                    worker = pid,
+                    "reload verified"
+                );
+                let _ = self.tree.mark_loaded(version);
+                self.publish_good(version, desired)?;
+                Ok(())
+            }
+            Err(e) => {
+                self.status.send_modify(|s| s.failed_reloads += 1);
+                if matches!(e, crate::reload::ReloadError::Refused { .. }) {
+                    // The old worker still serves the running version.
+                    let _ = self.tree.roll_back();
+                } else {
+                    self.roll_back_and_reload().await;
+                }
+                self.publish_running();
+                Err(e.to_string())
+            }
+        }
+    }
+
+    /// `current` back to `lkg` first (so a restart boots it), then reload it.
+    async fn roll_back_and_reload(&mut self) {
+        match self.tree.roll_back() {
+            Ok(Some(lkg)) => {
+                match self
+                    .reloader
+                    .reload(&self.config.paths.server_state_file())
+                    .await
+                {
+                    Ok(_) => {
+                        let _ = self.tree.mark_loaded(lkg);
+                    }
+                    Err(e) => warn!("reload of the last good version {lkg} failed: {e}"),
+                }
+                if let Ok((files, plan)) = self.tree.read(lkg) {
+                    self.running = Running {
+                        generation: lkg.generation(),
+                        files,
+                        plan,
+                    };
+                }
+            }
+            Ok(None) => warn!("no last good version to roll back to"),
+            Err(e) => warn!("cannot roll back: {e}"),
+        }
+    }
+
+    fn publish_good(&mut self, version: VersionName, desired: &Desired) -> Result<(), String> {
+        self.tree.publish(version).map_err(|e| e.to_string())?;
+        self.tree.mark_good(version).map_err(|e| e.to_string())?;
+        self.running = Running {
+            generation: desired.generation,
+            files: desired.files.clone(),
+            plan: desired.plan.clone(),
+        };
+        Ok(())
+    }
+
+    async fn repair_drift(&mut self) {
+        let ops = match drift::repairs(&self.runtime, &self.running.plan).await {
+            Ok(ops) => ops,
+            Err(e) => {
+                warn!("cannot compare live state with the applied version: {e}");
+                return;
+            }
+        };
+        if ops.is_empty() {
+            return;
+        }
+        let summary = ops.iter().map(describe).collect::<Vec<_>>().join(", ");
+        warn!("drift found, repairing: {summary}");
+        match runtime_ops::execute(&self.runtime, &ops, &self.running.files, &self.running.plan)
+            .await
+        {
+            Ok(()) => self
+                .status
+                .send_modify(|s| s.drift_repairs += ops.len() as u64),
+            Err(e) => warn!("drift repair failed: {e}"),
+        }
+    }
+
+    async fn restart(&mut self, supervisor: &mut Supervisor) {
+        self.status.send_modify(|s| s.haproxy_restarts += 1);
+        if self.tree.current() != self.tree.lkg()
+            && let Ok(Some(lkg)) = self.tree.roll_back()
+            && let Ok((files, plan)) = self.tree.read(lkg)
+        {
+            self.running = Running {
+                generation: lkg.generation(),
+                files,
+                plan,
+            };
+        }
+        match supervisor.restart(&self.config.haproxy).await {
+            Ok(()) => {
+                if let Some(current) = self.tree.current() {
+                    let _ = self.tree.mark_loaded(current);
+                }
+                self.repair_drift().await;
+                self.publish_running();
+            }
+            Err(e) => {
+                warn!("cannot restart HAProxy: {e}; trying again shortly");
+                // `wait_exit` answers at once after a failed restart: pace the retries.
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                self.status
+                    .send_modify(|s| s.last_error = Some(format!("cannot restart HAProxy: {e}")));
+            }
+        }
+    }
+}

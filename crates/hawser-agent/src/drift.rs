@@ -1,0 +1,87 @@
+//! Drift: what HAProxy runs compared with what the agent applied, and the
+//! runtime operations that put it back (a server changed by hand, a map
+//! edited through the socket, runtime state lost by a restart).
+
+use std::collections::BTreeMap;
+
+use hawser_haproxy::{RuntimeApi, ServerState as LiveServer, SocketError};
+use hawser_render::{Plan, ServerState};
+
+use crate::diff::RuntimeOp;
+
+/// Compares live servers and maps with the plan; returns the repairs.
+pub async fn repairs(api: &RuntimeApi, plan: &Plan) -> Result<Vec<RuntimeOp>, SocketError> {
+    let live = api.show_servers_state(None).await?;
+    let mut ops = server_repairs(plan, &live);
+    for map in &plan.maps {
+        let entries = api.show_map(&map.path).await?;
+        let same = entries.len() == map.entries.len()
+            && entries
+                .iter()
+                .zip(&map.entries)
+                .all(|((k, v), e)| k == &e.key && v == &e.value);
+        if !same {
+            ops.push(RuntimeOp::ReplaceMap {
+                path: map.path.clone(),
+            });
+        }
+    }
+    Ok(ops)
+}
+
+fn server_repairs(plan: &Plan, live: &[LiveServer]) -> Vec<RuntimeOp> {
+    let mut by_backend: BTreeMap<&str, BTreeMap<&str, &LiveServer>> = BTreeMap::new();
+    for server in live {
+        by_backend
+            .entry(server.backend.as_str())
+            .or_default()
+            .insert(server.name.as_str(), server);
+    }
+    let mut adds = Vec::new();
+    let mut removes = Vec::new();
+    for backend in &plan.backends {
+        let live_servers = by_backend.remove(backend.name.as_str()).unwrap_or_default();
+        for server in backend.servers.iter().filter(|s| !s.resolve) {
+            let Some(now) = live_servers.get(server.name.as_str()) else {
+                adds.push(RuntimeOp::AddServer {
+                    backend: backend.name.clone(),
+                    server: server.clone(),
+                });
+                continue;
+            };
+            if now.addr != server.address || now.port != server.port {
+                adds.push(RuntimeOp::SetServerAddress {
+                    backend: backend.name.clone(),
+                    server: server.name.clone(),
+                    address: server.address.clone(),
+                    port: server.port,
+                });
+            }
+            if now.weight != server.weight {
+                adds.push(RuntimeOp::SetServerWeight {
+                    backend: backend.name.clone(),
+                    server: server.name.clone(),
+                    weight: server.weight,
+                });
+            }
+            let wants_ready = server.state == ServerState::Ready;
+            if wants_ready == (now.in_maintenance() || now.draining()) {
+                adds.push(RuntimeOp::SetServerState {
+                    backend: backend.name.clone(),
+                    server: server.name.clone(),
+                    state: server.state,
+                });
+            }
+        }
+        for name in live_servers.keys() {
+            if !backend.servers.iter().any(|s| s.name == *name) {
+                removes.push(RuntimeOp::RemoveServer {
+                    backend: backend.name.clone(),
+                    server: name.to_string(),
+                });
+            }
+        }
+    }
+    adds.extend(removes);
+    adds
+}

@@ -1,0 +1,49 @@
+//! Where an agent keeps things under its state directory.
+//!
+//! ```text
+//!  <state>/tree/            versioned trees (see `tree`); HAProxy runs -C <state>/tree/current
+//!  <state>/run/master.sock  HAProxy's master CLI
+//!  <state>/run/admin.sock   HAProxy's runtime API (the worker's stats socket)
+//!  <state>/run/server-state what `show servers state` said right before the last reload
+//!  <state>/run/haproxy.pid  the master's pid, to adopt it after a crash
+//! ```
+
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentPaths {
+    state: PathBuf,
+}
+
+impl AgentPaths {
+    /// The state directory should be absolute: HAProxy is given these paths.
+    pub fn new(state: impl Into<PathBuf>) -> Self {
+        AgentPaths {
+            state: state.into(),
+        }
+    }
+
+    pub fn state(&self) -> &Path {
+        &self.state
+    }
+
+    pub fn tree(&self) -> PathBuf {
+        self.state.join("tree")
+    }
+
+    pub fn run(&self) -> PathBuf {
+        self.state.join("run")
+    }
+
+    pub fn master_socket(&self) -> PathBuf {
+        self.run().join("master.sock")
+    }
+
+    pub fn runtime_socket(&self) -> PathBuf {
+        self.run().join("admin.sock")
+    }
+
+    pub fn server_state_file(&self) -> PathBuf {
+        self.run().join("server-state")
+    }
+}

@@ -1,0 +1,223 @@
+//! Carrying out runtime operations through HAProxy's runtime API.
+//!
+//! Certificate contents and map entries come from the desired version, which
+//! is already on disk (published) before any operation runs.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use hawser_haproxy::{AdminState, RuntimeApi, SocketError, WaitOutcome};
+use hawser_render::{FileSet, Plan, ServerPlan, ServerState};
+
+use crate::diff::RuntimeOp;
+
+/// How long a removed server may keep its connections before they are cut.
+const DRAIN_BUDGET: Duration = Duration::from_secs(5);
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    #[error("{op}: {source}")]
+    Socket {
+        op: String,
+        #[source]
+        source: SocketError,
+    },
+    #[error("{op}: {reason}")]
+    Input { op: String, reason: String },
+}
+
+/// Runs `ops` in order; stops at the first failure.
+pub async fn execute(
+    api: &RuntimeApi,
+    ops: &[RuntimeOp],
+    files: &FileSet,
+    plan: &Plan,
+) -> Result<(), OpError> {
+    for op in ops {
+        run(api, op, files, plan).await?;
+    }
+    Ok(())
+}
+
+/// A short description of an operation, for logs and errors.
+pub fn describe(op: &RuntimeOp) -> String {
+    match op {
+        RuntimeOp::AddCertificate { path, .. } => format!("add certificate {path}"),
+        RuntimeOp::UpdateCertificate { path } => format!("update certificate {path}"),
+        RuntimeOp::AddServer { backend, server } => format!("add server {backend}/{}", server.name),
+        RuntimeOp::SetServerAddress {
+            backend,
+            server,
+            address,
+            port,
+        } => {
+            format!("set server {backend}/{server} address {address}:{port}")
+        }
+        RuntimeOp::SetServerWeight {
+            backend,
+            server,
+            weight,
+        } => {
+            format!("set server {backend}/{server} weight {weight}")
+        }
+        RuntimeOp::SetServerState {
+            backend,
+            server,
+            state,
+        } => {
+            format!("set server {backend}/{server} state {state:?}")
+        }
+        RuntimeOp::ReplaceMap { path } => format!("replace map {path}"),
+        RuntimeOp::RemoveServer { backend, server } => format!("remove server {backend}/{server}"),
+        RuntimeOp::RemoveCertificate { path, .. } => format!("remove certificate {path}"),
+    }
+}
+
+async fn run(
+    api: &RuntimeApi,
+    op: &RuntimeOp,
+    files: &FileSet,
+    plan: &Plan,
+) -> Result<(), OpError> {
+    let socket = |source| OpError::Socket {
+        op: describe(op),
+        source,
+    };
+    match op {
+        RuntimeOp::AddCertificate {
+            path,
+            crt_list,
+            sni,
+        } => {
+            let pem = pem(op, files, path)?;
+            api.new_ssl_cert(path).await.map_err(socket)?;
+            api.update_ssl_cert(path, pem).await.map_err(socket)?;
+            let sni: Vec<&str> = sni.iter().map(String::as_str).collect();
+            api.add_ssl_crt_list(crt_list, path, &sni)
+                .await
+                .map_err(socket)
+        }
+        RuntimeOp::UpdateCertificate { path } => {
+            let pem = pem(op, files, path)?;
+            api.update_ssl_cert(path, pem).await.map_err(socket)
+        }
+        RuntimeOp::AddServer { backend, server } => {
+            add_server(api, backend, server).await.map_err(socket)
+        }
+        RuntimeOp::SetServerAddress {
+            backend,
+            server,
+            address,
+            port,
+        } => {
+            let ip = ip(op, address)?;
+            api.set_server_addr(backend, server, ip, *port)
+                .await
+                .map_err(socket)
+        }
+        RuntimeOp::SetServerWeight {
+            backend,
+            server,
+            weight,
+        } => api
+            .set_server_weight(backend, server, *weight)
+            .await
+            .map_err(socket),
+        RuntimeOp::SetServerState {
+            backend,
+            server,
+            state,
+        } => api
+            .set_server_state(backend, server, admin_state(*state))
+            .await
+            .map_err(socket),
+        RuntimeOp::ReplaceMap { path } => {
+            let map = plan
+                .maps
+                .iter()
+                .find(|m| &m.path == path)
+                .ok_or_else(|| OpError::Input {
+                    op: describe(op),
+                    reason: "the plan has no such map".to_string(),
+                })?;
+            let entries: Vec<(&str, &str)> = map
+                .entries
+                .iter()
+                .map(|e| (e.key.as_str(), e.value.as_str()))
+                .collect();
+            api.replace_map(path, &entries)
+                .await
+                .map(|_| ())
+                .map_err(socket)
+        }
+        RuntimeOp::RemoveServer { backend, server } => {
+            remove_server(api, backend, server).await.map_err(socket)
+        }
+        RuntimeOp::RemoveCertificate { path, crt_list } => {
+            api.del_ssl_crt_list(crt_list, path).await.map_err(socket)?;
+            api.del_ssl_cert(path).await.map_err(socket)
+        }
+    }
+}
+
+/// `add server` creates the server in maintenance; it is enabled unless the
+/// plan wants it there.
+async fn add_server(
+    api: &RuntimeApi,
+    backend: &str,
+    server: &ServerPlan,
+) -> Result<(), SocketError> {
+    let ip: IpAddr = server
+        .address
+        .parse()
+        .map_err(|_| SocketError::InvalidArgument {
+            what: "server address",
+            value: server.address.clone(),
+            reason: "not an IP address",
+        })?;
+    let weight = server.weight.to_string();
+    api.add_server(backend, &server.name, ip, server.port, &["weight", &weight])
+        .await?;
+    if server.state == ServerState::Ready {
+        api.enable_server(backend, &server.name).await?;
+    }
+    Ok(())
+}
+
+/// maint → wait until no connection is left (cut them after the drain
+/// budget) → `del server`.
+async fn remove_server(api: &RuntimeApi, backend: &str, server: &str) -> Result<(), SocketError> {
+    api.set_server_state(backend, server, AdminState::Maint)
+        .await?;
+    if api
+        .wait_srv_removable(backend, server, DRAIN_BUDGET)
+        .await?
+        == WaitOutcome::DelayExpired
+    {
+        api.shutdown_sessions(backend, server).await?;
+        api.wait_srv_removable(backend, server, DRAIN_BUDGET)
+            .await?;
+    }
+    api.del_server(backend, server).await
+}
+
+fn admin_state(state: ServerState) -> AdminState {
+    match state {
+        ServerState::Ready => AdminState::Ready,
+        ServerState::Maintenance => AdminState::Maint,
+    }
+}
+
+fn pem<'a>(op: &RuntimeOp, files: &'a FileSet, path: &str) -> Result<&'a str, OpError> {
+    files.text(path).ok_or_else(|| OpError::Input {
+        op: describe(op),
+        reason: "the desired version has no such text file".to_string(),
+    })
+}
+
+fn ip(op: &RuntimeOp, address: &str) -> Result<IpAddr, OpError> {
+    address.parse().map_err(|_| OpError::Input {
+        op: describe(op),
+        reason: format!("{address:?} is not an IP address"),
+    })
+}

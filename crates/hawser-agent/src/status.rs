@@ -1,0 +1,95 @@
+//! What the agent reports: its phase, generations, the last outcome and counters.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::tree::Generation;
+
+/// The agent's lifecycle, published on a watch channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Opening the tree and starting or adopting HAProxy.
+    Starting,
+    /// HAProxy serves the bootstrap configuration: not ready.
+    Bootstrap,
+    /// HAProxy serves a verified rendered configuration: ready.
+    Serving,
+    /// A reload is in flight.
+    Reloading,
+    /// Stopping HAProxy.
+    Draining,
+    Stopped,
+}
+
+/// How one desired version was applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApplyKind {
+    /// Nothing HAProxy serves changed.
+    NoOp,
+    /// Applied through the runtime API, no reload.
+    Runtime,
+    /// Applied by a verified reload.
+    Reload,
+    /// Refused; the previous version keeps serving.
+    Rejected,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ApplyOutcome {
+    pub generation: Generation,
+    pub kind: ApplyKind,
+    #[serde(serialize_with = "millis")]
+    pub duration: Duration,
+    /// What changed (runtime operations or reload reasons), for logs.
+    pub summary: String,
+    /// Why it was refused, in HAProxy's words where it spoke.
+    pub error: Option<String>,
+}
+
+fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u128(d.as_millis())
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentStatus {
+    pub phase: Phase,
+    /// The newest generation handed to the agent.
+    pub desired_generation: Option<Generation>,
+    /// The generation HAProxy serves (verified).
+    pub applied_generation: Option<Generation>,
+    pub last_outcome: Option<ApplyOutcome>,
+    pub last_error: Option<String>,
+    pub reloads: u64,
+    pub failed_reloads: u64,
+    pub runtime_ops: u64,
+    pub rejected: u64,
+    pub drift_repairs: u64,
+    pub haproxy_restarts: u64,
+}
+
+impl AgentStatus {
+    pub fn starting() -> Self {
+        AgentStatus {
+            phase: Phase::Starting,
+            desired_generation: None,
+            applied_generation: None,
+            last_outcome: None,
+            last_error: None,
+            reloads: 0,
+            failed_reloads: 0,
+            runtime_ops: 0,
+            rejected: 0,
+            drift_repairs: 0,
+            haproxy_restarts: 0,
+        }
+    }
+
+    /// Ready means a rendered, verified configuration is serving.
+    pub fn is_ready(&self) -> bool {
+        self.phase == Phase::Serving
+            || (self.phase == Phase::Reloading && self.applied_generation.is_some())
+    }
+}

@@ -1,0 +1,192 @@
+//! Prometheus metrics of `hawser run`: applies, reloads, runtime operations,
+//! failures and durations, fed by the agent's outcomes and status.
+
+use std::sync::Arc;
+
+use hawser_agent::{AgentHandle, AgentStatus, ApplyKind};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use tokio::sync::{broadcast, watch};
+
+use crate::local::ControllerStatus;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    kind: String,
+}
+
+/// The registry and the instruments it holds.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    applies: Family<KindLabel, Counter>,
+    apply_seconds: Histogram,
+    reloads: Counter,
+    failed_reloads: Counter,
+    runtime_ops: Counter,
+    drift_repairs: Counter,
+    haproxy_restarts: Counter,
+    applied_generation: Gauge,
+    ready: Gauge,
+    renders: Counter,
+    render_seconds: Histogram,
+    rejected_objects: Gauge,
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("hawser");
+        let applies = Family::<KindLabel, Counter>::default();
+        let apply_seconds = Histogram::new(exponential_buckets(0.001, 2.0, 16));
+        let render_seconds = Histogram::new(exponential_buckets(0.0005, 2.0, 16));
+        let m = Metrics {
+            applies,
+            apply_seconds,
+            reloads: Counter::default(),
+            failed_reloads: Counter::default(),
+            runtime_ops: Counter::default(),
+            drift_repairs: Counter::default(),
+            haproxy_restarts: Counter::default(),
+            applied_generation: Gauge::default(),
+            ready: Gauge::default(),
+            renders: Counter::default(),
+            render_seconds,
+            rejected_objects: Gauge::default(),
+            registry: Registry::default(),
+        };
+        registry.register("applies", "Generations applied, by how", m.applies.clone());
+        registry.register(
+            "apply_duration_seconds",
+            "Time to apply a generation",
+            m.apply_seconds.clone(),
+        );
+        registry.register("reloads", "Verified HAProxy reloads", m.reloads.clone());
+        registry.register(
+            "failed_reloads",
+            "HAProxy reloads refused or not verified",
+            m.failed_reloads.clone(),
+        );
+        registry.register(
+            "runtime_operations",
+            "Changes made through the runtime API",
+            m.runtime_ops.clone(),
+        );
+        registry.register(
+            "drift_repairs",
+            "Live changes put back to the applied version",
+            m.drift_repairs.clone(),
+        );
+        registry.register(
+            "haproxy_restarts",
+            "Times HAProxy's master exited and was restarted",
+            m.haproxy_restarts.clone(),
+        );
+        registry.register(
+            "applied_generation",
+            "The generation HAProxy serves",
+            m.applied_generation.clone(),
+        );
+        registry.register(
+            "ready",
+            "1 when a rendered, verified configuration is serving",
+            m.ready.clone(),
+        );
+        registry.register("renders", "Renders of the manifests", m.renders.clone());
+        registry.register(
+            "render_duration_seconds",
+            "Time to read and render the manifests",
+            m.render_seconds.clone(),
+        );
+        registry.register(
+            "rejected_objects",
+            "Objects the last render rejected",
+            m.rejected_objects.clone(),
+        );
+        Metrics { registry, ..m }
+    }
+
+    /// The text exposition format.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+
+    /// Keeps the instruments in step with the agent and controller, until
+    /// their channels close.
+    pub async fn follow(
+        self: Arc<Self>,
+        agent: AgentHandle,
+        mut controller: watch::Receiver<ControllerStatus>,
+    ) {
+        let mut outcomes = agent.outcomes();
+        let mut status = agent.status();
+        let mut seen = status.borrow().clone();
+        let mut renders_seen = 0;
+        loop {
+            tokio::select! {
+                outcome = outcomes.recv() => match outcome {
+                    Ok(o) => {
+                        let kind = match o.kind {
+                            ApplyKind::NoOp => "no-op",
+                            ApplyKind::Runtime => "runtime",
+                            ApplyKind::Reload => "reload",
+                            ApplyKind::Rejected => "rejected",
+                        };
+                        self.applies.get_or_create(&KindLabel { kind: kind.to_string() }).inc();
+                        self.apply_seconds.observe(o.duration.as_secs_f64());
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                changed = status.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let now = status.borrow_and_update().clone();
+                    self.absorb(&seen, &now);
+                    seen = now;
+                }
+                changed = controller.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let now = controller.borrow_and_update().clone();
+                    self.renders.inc_by(now.renders.saturating_sub(renders_seen));
+                    renders_seen = now.renders;
+                    self.render_seconds.observe(now.last_render_duration.as_secs_f64());
+                    let rejected = now.diagnostics.iter().filter(|d| d.starts_with("rejected")).count();
+                    self.rejected_objects.set(i64::try_from(rejected).unwrap_or(i64::MAX));
+                }
+            }
+        }
+    }
+
+    fn absorb(&self, old: &AgentStatus, new: &AgentStatus) {
+        self.reloads.inc_by(new.reloads.saturating_sub(old.reloads));
+        self.failed_reloads
+            .inc_by(new.failed_reloads.saturating_sub(old.failed_reloads));
+        self.runtime_ops
+            .inc_by(new.runtime_ops.saturating_sub(old.runtime_ops));
+        self.drift_repairs
+            .inc_by(new.drift_repairs.saturating_sub(old.drift_repairs));
+        self.haproxy_restarts
+            .inc_by(new.haproxy_restarts.saturating_sub(old.haproxy_restarts));
+        let generation = new.applied_generation.unwrap_or_default();
+        self.applied_generation
+            .set(i64::try_from(generation).unwrap_or(i64::MAX));
+        self.ready.set(i64::from(new.is_ready()));
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
