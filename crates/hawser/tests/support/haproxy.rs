@@ -187,7 +187,7 @@ fn config_yaml(ip: Ipv4Addr, http: u16, https: u16) -> String {
 /// The address this test process's HAProxy listens on: 127.64.0.0/10 plus
 /// the process id, so two test processes (nextest runs each test in its own)
 /// never share an address, whatever ports they pick.
-fn listen_address() -> Ipv4Addr {
+pub(crate) fn listen_address() -> Ipv4Addr {
     let [_, high, mid, low] = std::process::id().to_be_bytes();
     Ipv4Addr::new(127, 64 | (high & 63), mid, low)
 }
@@ -197,7 +197,7 @@ fn listen_address() -> Ipv4Addr {
 static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
 
 /// Two ports free on `ip` that this process has not handed out before.
-fn two_free_ports(ip: Ipv4Addr) -> (u16, u16) {
+pub(crate) fn two_free_ports(ip: Ipv4Addr) -> (u16, u16) {
     let mut handed_out = HANDED_OUT.lock().expect("port registry");
     let mut ports = Vec::new();
     // Hold every probe open until done, so the kernel offers fresh ports.

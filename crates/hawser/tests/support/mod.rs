@@ -33,6 +33,7 @@ mod fixture;
 mod haproxy;
 mod http;
 mod process;
+mod run;
 
 use std::time::Duration;
 
@@ -42,6 +43,7 @@ pub use fixture::{Manifests, Vars, fixture_dir, render, repository_dir};
 pub use haproxy::{Haproxy, NO_ROUTE_BODY};
 pub use http::{Response, TlsInfo};
 pub use process::{Finished, haproxy_binary, hawser_command, run_to_end};
+pub use run::{Run, RunOptions};
 
 /// The one timeout of the suite: how long any process may take to become
 /// ready or to finish, and any request to be answered. Generous, because

@@ -19,6 +19,9 @@ const HAWSER_FLAG_ENV: &[&str] = &[
     "HAWSER_CONFIG",
     "HAWSER_HTTP_PORT",
     "HAWSER_HTTPS_PORT",
+    "HAWSER_STATE_DIR",
+    "HAWSER_ADMIN",
+    "HAWSER_HEALTH_PORT",
     "HAWSER_ECHO_LISTEN",
     "HAWSER_LOG",
     "POD_NAMESPACE",
@@ -161,6 +164,11 @@ impl ChildGuard {
     /// (exited) or printed nothing for [`TIMEOUT`].
     pub fn next_stdout_line(&self) -> Option<String> {
         self.stdout_lines.recv_timeout(TIMEOUT).ok()
+    }
+
+    /// The child's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The exit status, when the child has exited.
