@@ -21,6 +21,15 @@ pub enum CheckError {
 }
 
 impl CheckError {
+    /// The line of haproxy.cfg at fault.
+    pub fn line(&self) -> usize {
+        match self {
+            CheckError::MissingChroot { line, .. } | CheckError::UnknownAccount { line, .. } => {
+                *line
+            }
+        }
+    }
+
     pub fn metric_label(&self) -> &'static str {
         match self {
             CheckError::MissingChroot { .. } => "missing_chroot",

@@ -1,5 +1,6 @@
 //! The validation gate: a render is checked by the real HAProxy, in a tree
-//! laid out exactly as the agent will lay it out, before anyone serves it.
+//! laid out exactly as the agent will lay it out, before anyone serves it, and
+//! by the agent's own checks of what `haproxy -c` lets through.
 //!
 //! When HAProxy refuses the configuration, the gate names what is at fault:
 //! templates mark each generated section with `# from: <object>` and each
@@ -8,6 +9,7 @@
 
 use std::path::Path;
 
+use hawser_agent::checks::{AccountFiles, CheckError, check_global};
 use hawser_haproxy::{CheckReport, HaproxyBinary, HaproxyError};
 use hawser_render::{CONFIG_PATH, FileSet};
 
@@ -25,6 +27,12 @@ pub enum GateError {
     },
     #[error(transparent)]
     Haproxy(HaproxyError),
+    /// A check `haproxy -c` does not make (a missing chroot directory or user).
+    #[error("the rendered configuration would not run: {error}{}", culprit.as_ref().map(|c| format!(" (from {c})")).unwrap_or_default())]
+    Unrunnable {
+        error: CheckError,
+        culprit: Option<String>,
+    },
 }
 
 fn culprit_suffix(line: &Option<u32>, culprit: &Option<String>) -> String {
@@ -52,7 +60,14 @@ pub async fn check_in(
 ) -> Result<CheckReport, GateError> {
     write_tree(files, dir).map_err(GateError::Stage)?;
     match haproxy.check(dir, CONFIG_PATH).await {
-        Ok(report) => Ok(report),
+        Ok(report) => {
+            let config = files.text(CONFIG_PATH).unwrap_or_default();
+            check_global(config, &AccountFiles::default()).map_err(|error| {
+                let culprit = culprit_at(config, error.line() as u32);
+                GateError::Unrunnable { error, culprit }
+            })?;
+            Ok(report)
+        }
         Err(HaproxyError::CheckFailed { output, file, line }) => {
             let in_config = file.as_deref().is_none_or(|f| f == CONFIG_PATH);
             let culprit = line.filter(|_| in_config).and_then(|line| {

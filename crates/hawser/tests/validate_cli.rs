@@ -54,7 +54,10 @@ fn validate_fails_with_haproxys_message_and_the_culprit_snippet() {
         output.contains("(from snippet ") && output.contains("global-bad)"),
         "the snippet at fault should be named:\n{output}"
     );
-    assert!(run.stdout.contains("refuses the configuration"), "{output}");
+    assert!(
+        run.stdout.contains("the configuration check fails"),
+        "{output}"
+    );
 }
 
 /// The culprit is named as the user named the snippet in the config.
@@ -173,4 +176,19 @@ fn read_tree(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         }
     }
     files
+}
+
+/// What `haproxy -c` lets through but would not run (a chroot to a missing
+/// directory) fails validation too, naming the snippet at fault.
+#[test]
+fn validate_refuses_a_missing_chroot_that_haproxy_c_accepts() {
+    let config = fixture_dir("validate_cli").join("missing-chroot.yaml");
+    let run = validate(&demo_dir(), Some(&config));
+    assert_eq!(run.status.code(), Some(1), "{}", run.describe());
+    let output = run.output();
+    assert!(
+        output.contains("chroot directory \"/nonexistent-hawser-jail\" does not exist"),
+        "{output}"
+    );
+    assert!(output.contains("(from snippet global-jail)"), "{output}");
 }

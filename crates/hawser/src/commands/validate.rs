@@ -33,14 +33,13 @@ pub async fn run(args: &InputArgs) -> anyhow::Result<ExitCode> {
         Ok(ExitCode::SUCCESS)
     } else {
         println!(
-            "invalid: {} manifest problems, {} rejected objects, HAProxy {} {} ({summary})",
+            "invalid: {} manifest problems, {} rejected objects, {} ({summary})",
             problems,
             rejected,
-            haproxy.version(),
             if haproxy_ok {
-                "accepts the rest"
+                format!("HAProxy {} accepts the rest", haproxy.version())
             } else {
-                "refuses the configuration"
+                "the configuration check fails".to_string()
             },
         );
         Ok(ExitCode::FAILURE)
