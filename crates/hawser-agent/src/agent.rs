@@ -262,14 +262,7 @@ fn boot_version(tree: &TreeStore, config: &AgentConfig) -> Result<VersionName, A
         tree.publish(lkg)?;
         return Ok(lkg);
     }
-    let health = config
-        .health
-        .map(|addr| (addr.ip().to_string(), addr.port()));
-    let (files, plan) = bootstrap(
-        &config.paths,
-        health.as_ref().map(|(ip, port)| (ip.as_str(), *port)),
-    );
-    let version = tree.stage(BOOTSTRAP_GENERATION, &files, &plan)?;
+    let version = stage_bootstrap(tree, config)?;
     tree.publish(version)?;
     tree.mark_good(version)?;
     Ok(version)
@@ -290,7 +283,7 @@ async fn start_haproxy(
                 let fallback = match tree.lkg() {
                     Some(lkg) if Some(lkg) != current => lkg,
                     _ if current.map(VersionName::generation) != Some(BOOTSTRAP_GENERATION) => {
-                        boot_version_bootstrap(tree, config)?
+                        stage_bootstrap(tree, config)?
                     }
                     _ => return Err(e.into()),
                 };
@@ -303,17 +296,9 @@ async fn start_haproxy(
     }
 }
 
-fn boot_version_bootstrap(
-    tree: &TreeStore,
-    config: &AgentConfig,
-) -> Result<VersionName, AgentError> {
-    let health = config
-        .health
-        .map(|addr| (addr.ip().to_string(), addr.port()));
-    let (files, plan) = bootstrap(
-        &config.paths,
-        health.as_ref().map(|(ip, port)| (ip.as_str(), *port)),
-    );
+/// Writes the bootstrap configuration as generation 0.
+fn stage_bootstrap(tree: &TreeStore, config: &AgentConfig) -> Result<VersionName, AgentError> {
+    let (files, plan) = bootstrap(&config.paths, config.health);
     Ok(tree.stage(BOOTSTRAP_GENERATION, &files, &plan)?)
 }
 

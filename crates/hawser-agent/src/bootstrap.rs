@@ -2,6 +2,8 @@
 //! runtime API and answers 503 on the health listener, so nothing reports
 //! ready before a rendered, verified configuration is serving.
 
+use std::net::SocketAddr;
+
 use hawser_render::{FileKind, FileSet, Plan};
 
 use crate::paths::AgentPaths;
@@ -9,16 +11,16 @@ use crate::paths::AgentPaths;
 /// Generation 0 is always the bootstrap configuration.
 pub const BOOTSTRAP_GENERATION: u64 = 0;
 
-pub fn bootstrap(paths: &AgentPaths, health: Option<(&str, u16)>) -> (FileSet, Plan) {
+pub fn bootstrap(paths: &AgentPaths, health: Option<SocketAddr>) -> (FileSet, Plan) {
     let mut config = format!(
         "# bootstrap configuration written by the hawser agent: no routes yet\n\
          global\n  stats socket {} mode 600 level admin\n\
          defaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n",
         paths.runtime_socket().display()
     );
-    if let Some((address, port)) = health {
+    if let Some(health) = health {
         config.push_str(&format!(
-            "frontend hawser_health\n  bind {address}:{port}\n  \
+            "frontend hawser_health\n  bind {health}\n  \
              http-request return status 503 content-type text/plain string \"no configuration yet\"\n"
         ));
     }
