@@ -42,10 +42,24 @@ pub struct Desired {
     pub plan: Plan,
 }
 
+/// Who runs HAProxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HaproxyMode {
+    /// The agent starts HAProxy itself (adopting one a crash left running) and
+    /// restarts it on the last good version if its master exits.
+    Spawn,
+    /// Someone else runs HAProxy (another container in the pod) with
+    /// `-W -S <state>/run/master.sock -C <state>/tree/current -f haproxy.cfg`;
+    /// the agent stages the bootstrap version for it to boot, waits for its
+    /// master CLI, and drives it through its sockets.
+    Attach,
+}
+
 #[derive(Debug, Clone)]
 pub struct AgentConfig {
     pub paths: AgentPaths,
     pub haproxy: HaproxyBinary,
+    pub mode: HaproxyMode,
     /// The health listener (probed after every reload), as the rendered
     /// configuration binds it; the bootstrap configuration answers 503 there.
     pub health: Option<SocketAddr>,
@@ -64,6 +78,7 @@ impl AgentConfig {
         AgentConfig {
             paths,
             haproxy,
+            mode: HaproxyMode::Spawn,
             health: None,
             min_reload_interval: Duration::from_secs(1),
             drift_interval: Duration::from_secs(30),
@@ -131,7 +146,7 @@ impl AgentHandle {
 pub struct Agent {
     handle: AgentHandle,
     stop: watch::Sender<bool>,
-    task: JoinHandle<Supervisor>,
+    task: JoinHandle<Option<Supervisor>>,
     stop_grace: Duration,
 }
 
@@ -181,12 +196,21 @@ impl Agent {
             config_dir: tree.current_path(),
             config_file: CONFIG_PATH.to_string(),
         };
-        let (supervisor, started) = start_haproxy(&config, &tree, layout).await?;
         let runtime = RuntimeApi::new(paths.runtime_socket());
         let reloader = Reloader {
             master: MasterCli::new(paths.master_socket()),
             runtime: runtime.clone(),
             probe: config.health,
+        };
+        let (supervisor, started) = match config.mode {
+            HaproxyMode::Spawn => {
+                let (supervisor, started) = start_haproxy(&config, &tree, layout).await?;
+                (Some(supervisor), started)
+            }
+            HaproxyMode::Attach => {
+                wait_for_master(&reloader.master).await;
+                (None, Started::Adopted)
+            }
         };
         let next_generation = tree
             .versions()?
@@ -235,10 +259,12 @@ impl Agent {
     pub async fn shutdown(self) -> Result<(), AgentError> {
         let _ = self.stop.send(true);
         match self.task.await {
-            Ok(supervisor) => supervisor
+            Ok(Some(supervisor)) => supervisor
                 .stop(self.stop_grace)
                 .await
                 .map_err(AgentError::from),
+            // Attached: HAProxy belongs to whoever started it.
+            Ok(None) => Ok(()),
             Err(e) => {
                 warn!("agent task ended abnormally: {e}");
                 Ok(())
@@ -296,6 +322,37 @@ async fn start_haproxy(
     }
 }
 
+/// The supervised master's exit; never, when attached.
+async fn wait_exit(supervisor: &mut Option<Supervisor>) -> crate::process::ExitInfo {
+    match supervisor {
+        Some(supervisor) => supervisor.wait_exit().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Attached: waits, as long as it takes, for HAProxy's master CLI to answer
+/// with a worker (the other container may start later than the agent).
+async fn wait_for_master(master: &MasterCli) {
+    let mut attempts: u64 = 0;
+    loop {
+        if master
+            .show_proc()
+            .await
+            .is_ok_and(|t| !t.workers.is_empty())
+        {
+            return;
+        }
+        if attempts % 50 == 0 {
+            info!(
+                "waiting for HAProxy's master CLI at {}",
+                master.socket().display()
+            );
+        }
+        attempts += 1;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Writes the bootstrap configuration as generation 0.
 fn stage_bootstrap(tree: &TreeStore, config: &AgentConfig) -> Result<VersionName, AgentError> {
     let (files, plan) = bootstrap(&config.paths, config.health);
@@ -305,10 +362,10 @@ fn stage_bootstrap(tree: &TreeStore, config: &AgentConfig) -> Result<VersionName
 impl Core {
     async fn run(
         mut self,
-        mut supervisor: Supervisor,
+        mut supervisor: Option<Supervisor>,
         mut desired: watch::Receiver<Option<Arc<Desired>>>,
         mut stop: watch::Receiver<bool>,
-    ) -> Supervisor {
+    ) -> Option<Supervisor> {
         let mut drift = tokio::time::interval(self.config.drift_interval);
         drift.tick().await;
         loop {
@@ -324,9 +381,11 @@ impl Core {
                     }
                 }
                 _ = drift.tick() => self.repair_drift().await,
-                exit = supervisor.wait_exit() => {
+                exit = wait_exit(&mut supervisor) => {
                     warn!("HAProxy master exited ({exit:?}); restarting on the last good version");
-                    self.restart(&mut supervisor).await;
+                    if let Some(supervisor) = supervisor.as_mut() {
+                        self.restart(supervisor).await;
+                    }
                 }
             }
         }
@@ -525,6 +584,8 @@ impl Core {
                 );
                 let _ = self.tree.mark_loaded(version);
                 self.publish_good(version, desired)?;
+                // What a reload restores from the server-state file is checked too.
+                self.repair_drift().await;
                 Ok(())
             }
             Err(e) => {

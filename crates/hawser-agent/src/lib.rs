@@ -27,7 +27,7 @@ mod runtime_ops;
 mod status;
 pub mod tree;
 
-pub use agent::{Agent, AgentConfig, AgentError, AgentHandle, Desired};
+pub use agent::{Agent, AgentConfig, AgentError, AgentHandle, Desired, HaproxyMode};
 pub use diff::{Decision, RuntimeOp, VersionView, decide};
 pub use paths::AgentPaths;
 pub use process::{ExitInfo, HaproxyLayout, ProcessError, Started, StopMode, Supervisor};
