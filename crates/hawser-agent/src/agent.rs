@@ -342,7 +342,7 @@ async fn wait_for_master(master: &MasterCli) {
         {
             return;
         }
-        if attempts % 50 == 0 {
+        if attempts.is_multiple_of(50) {
             info!(
                 "waiting for HAProxy's master CLI at {}",
                 master.socket().display()

@@ -3,23 +3,25 @@
 //!
 //! ```text
 //!  Ingresses ──class──► owned ──validate──► routes ──precedence──► RouteTable
-//!                         │         │                                (exact map, prefix map,
+//!                         │         │                                (exact and prefix keys,
 //!                   ignored      rejected (the whole object)          default backend, TLS)
 //! ```
 //!
-//! Routing is expressed as two HAProxy maps keyed by `<host><path>`, where host
-//! is an exact host, a `*.parent` wildcard or empty (any host):
+//! Routing is expressed as one HAProxy map (`map_beg`) keyed by
+//! `<host><path>`, where host is an exact host, a `*.parent` wildcard or empty
+//! (any host). The table keeps two kinds of keys, written into that one map:
 //!
-//! - the **exact** map (`map_str`) holds Exact paths, plus every Prefix path as
-//!   an exact key (a prefix matches itself); an Exact path wins over a Prefix
-//!   path with the same text, as the Ingress spec requires;
-//! - the **prefix** map (`map_beg`) holds `<host><prefix>/` for each Prefix path
-//!   (and `<host>/` for `/`), so matching is element-wise: `/foo` matches
-//!   `/foo` and `/foo/bar`, never `/foobar`. Entries are written longest first,
-//!   so the longest prefix wins.
+//! - **exact** keys, for Exact paths and for every Prefix path's own text (a
+//!   prefix matches itself), written with `|` appended (requests are looked up
+//!   as `<host><path>|`, so they match only the whole path); an Exact path wins
+//!   over a Prefix path with the same text, as the Ingress spec requires;
+//! - **prefix** keys, `<host><prefix>/` for each Prefix path (and `<host>/` for
+//!   `/`), so matching is element-wise: `/foo` matches `/foo` and `/foo/bar`,
+//!   never `/foobar`. Entries are written longest first, so the longest match
+//!   wins.
 //!
 //! The frontend looks up the request's exact host, then its one-label wildcard,
-//! then host-less rules, each exact before prefix; then the default backend.
+//! then host-less rules; then the default backend.
 //! When two Ingresses claim the same host and path, the older one (then the
 //! lower namespace/name) keeps it and the other gets a warning.
 

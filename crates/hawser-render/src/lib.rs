@@ -39,8 +39,7 @@ pub use plan::{
     ServerPlan, ServerState,
 };
 pub use render::{
-    CONFIG_PATH, EXACT_MAP_PATH, NOT_FOUND_BACKEND, PREFIX_MAP_PATH, RenderError, Rendered,
-    Renderer,
+    CONFIG_PATH, NOT_FOUND_BACKEND, ROUTE_KEY_END, ROUTES_MAP_PATH, RenderError, Rendered, Renderer,
 };
 pub use report::{Diagnostic, Severity};
 pub use tls::{CRT_LIST_PATH, CertificatePem, DEFAULT_CERT_PATH, generate_default_certificate};

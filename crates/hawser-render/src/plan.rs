@@ -59,7 +59,7 @@ pub enum ServerState {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MapPlan {
-    /// Relative to the tree root, e.g. `maps/exact.map`.
+    /// Relative to the tree root, e.g. `maps/routes.map`.
     pub path: String,
     /// How HAProxy matches keys in this map (`str` or `beg`).
     pub match_kind: MatchKind,

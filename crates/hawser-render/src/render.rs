@@ -14,8 +14,13 @@ use crate::tls::{self, CertificatePem};
 use crate::{FileKind, FileSet, backends, engine};
 
 pub const CONFIG_PATH: &str = "haproxy.cfg";
-pub const EXACT_MAP_PATH: &str = "maps/exact.map";
-pub const PREFIX_MAP_PATH: &str = "maps/prefix.map";
+/// The one routing map: `<host><path>` → backend, matched with `map_beg`.
+pub const ROUTES_MAP_PATH: &str = "maps/routes.map";
+/// Ends an exact route's key, and every lookup key. It cannot occur in a
+/// route's path (validated) and requests holding it are refused, so an exact
+/// key matches only the whole path, while a prefix key (`<host><prefix>/`)
+/// matches whatever follows.
+pub const ROUTE_KEY_END: char = '|';
 /// Answers 404 when no route and no default backend matches.
 pub const NOT_FOUND_BACKEND: &str = "hawser_not_found";
 
@@ -82,8 +87,8 @@ struct TemplateContext<'a> {
 
 #[derive(Serialize)]
 struct Routing<'a> {
-    exact_map: &'static str,
-    prefix_map: &'static str,
+    map: &'static str,
+    key_end: char,
     default_backend: &'a str,
     not_found_backend: &'static str,
 }
@@ -156,8 +161,8 @@ impl Renderer {
             settings,
             plan: &plan,
             routing: Routing {
-                exact_map: EXACT_MAP_PATH,
-                prefix_map: PREFIX_MAP_PATH,
+                map: ROUTES_MAP_PATH,
+                key_end: ROUTE_KEY_END,
                 default_backend: &default_backend,
                 not_found_backend: NOT_FOUND_BACKEND,
             },
@@ -240,31 +245,36 @@ fn structure_plan(plan: &Plan) -> Plan {
     }
 }
 
+/// Exact and prefix routes in one map, so a route change is one atomic map
+/// replacement: a crash or a reader between two maps could see a mix.
 fn route_maps(routes: &RouteTable) -> Vec<MapPlan> {
-    let entry = |(key, target): (&String, &Target)| MapEntry {
-        key: key.clone(),
+    let entry = |key: String, target: &Target| MapEntry {
+        key,
         value: target.backend.clone(),
     };
-    let exact: Vec<MapEntry> = routes.exact.iter().map(entry).collect();
-    let mut prefix: Vec<MapEntry> = routes.prefix.iter().map(entry).collect();
-    // Longest first: HAProxy then takes the longest prefix whether it walks the
-    // map as a list or indexes it as a prefix tree.
-    prefix.sort_by(|a, b| {
+    let mut entries: Vec<MapEntry> = routes
+        .exact
+        .iter()
+        .map(|(key, target)| entry(format!("{key}{ROUTE_KEY_END}"), target))
+        .chain(
+            routes
+                .prefix
+                .iter()
+                .map(|(key, target)| entry(key.clone(), target)),
+        )
+        .collect();
+    // Longest first: HAProxy then takes the longest match whether it walks the
+    // map as a list or indexes it as a prefix tree; an exact key is longer than
+    // any prefix key that also matches.
+    entries.sort_by(|a, b| {
         b.key
             .len()
             .cmp(&a.key.len())
             .then_with(|| a.key.cmp(&b.key))
     });
-    vec![
-        MapPlan {
-            path: EXACT_MAP_PATH.to_string(),
-            match_kind: MatchKind::Str,
-            entries: exact,
-        },
-        MapPlan {
-            path: PREFIX_MAP_PATH.to_string(),
-            match_kind: MatchKind::Beg,
-            entries: prefix,
-        },
-    ]
+    vec![MapPlan {
+        path: ROUTES_MAP_PATH.to_string(),
+        match_kind: MatchKind::Beg,
+        entries,
+    }]
 }

@@ -32,8 +32,11 @@ mod certs;
 mod fixture;
 mod haproxy;
 mod http;
+mod keep_alive;
+mod load;
 mod process;
 mod run;
+mod state_dir;
 
 use std::time::Duration;
 
@@ -42,8 +45,11 @@ pub use certs::TestCertificate;
 pub use fixture::{Manifests, Vars, fixture_dir, render, repository_dir};
 pub use haproxy::{Haproxy, NO_ROUTE_BODY};
 pub use http::{Response, TlsInfo};
+pub use keep_alive::get_on_one_connection;
+pub use load::{Load, LoadReport, LoadTarget};
 pub use process::{Finished, haproxy_binary, hawser_command, run_to_end};
 pub use run::{Run, RunOptions};
+pub use state_dir::{TreeSnapshot, haproxy_masters};
 
 /// The one timeout of the suite: how long any process may take to become
 /// ready or to finish, and any request to be answered. Generous, because

@@ -48,6 +48,14 @@ impl Run {
     }
 
     pub async fn start_with(manifests: &Path, options: RunOptions) -> Run {
+        let run = Run::launch_with(manifests, options);
+        run.expect_ready().await;
+        run
+    }
+
+    /// Starts `hawser run` without waiting for it to be ready: for a run
+    /// that is expected to stay on the bootstrap configuration.
+    pub fn launch_with(manifests: &Path, options: RunOptions) -> Run {
         let ip = listen_address();
         let (http_port, https_port) = two_free_ports(ip);
         let (admin_port, health_port) = two_free_ports(ip);
@@ -56,14 +64,6 @@ impl Run {
             .tempdir()
             .expect("state directory");
         let config = state.path().join("hawser.yaml");
-        fs::write(
-            &config,
-            format!(
-                "settings:\n  bindAddress: {ip}\n  httpPort: {http_port}\n  httpsPort: {https_port}\n{}",
-                options.config_tail
-            ),
-        )
-        .expect("write config");
         let mut run = Run {
             http: SocketAddr::from((ip, http_port)),
             https: SocketAddr::from((ip, https_port)),
@@ -75,9 +75,29 @@ impl Run {
             process: None,
             extra_args: options.args,
         };
+        run.write_config(&options.config_tail);
         run.spawn();
-        run.expect_ready().await;
         run
+    }
+
+    /// Rewrites the config file: the generated `settings` (the same
+    /// addresses and ports), then `config_tail`. hawser reads it at start, so
+    /// it takes effect at the next [`Run::spawn`].
+    pub fn write_config(&self, config_tail: &str) {
+        let settings = format!(
+            "settings:\n  bindAddress: {}\n  httpPort: {}\n  httpsPort: {}\n",
+            self.http.ip(),
+            self.http.port(),
+            self.https.port()
+        );
+        fs::write(&self.config, settings + config_tail).expect("write config");
+    }
+
+    /// An address on this test's loopback address with a port no other
+    /// listener of the test was handed: for listeners a config snippet adds.
+    pub fn spare_address() -> SocketAddr {
+        let ip = listen_address();
+        SocketAddr::from((ip, two_free_ports(ip).0))
     }
 
     /// Starts `hawser run` (again) on the same state directory.
@@ -111,8 +131,7 @@ impl Run {
         let process = self.process.as_mut()?;
         let pid = process.pid();
         let _ = Command::new("kill")
-            .arg("-TERM")
-            .arg(pid.to_string())
+            .args(["-TERM", "--", &pid.to_string()])
             .status();
         let deadline = Instant::now() + TIMEOUT;
         while Instant::now() < deadline {
@@ -265,6 +284,207 @@ impl Run {
         }
     }
 
+    /// `<state>/tree/current`: the version HAProxy loads on its next reload.
+    pub fn current_tree(&self) -> PathBuf {
+        self.state_dir().join("tree/current")
+    }
+
+    /// The maps of the applied version (`<state>/tree/current/maps/`), named
+    /// as HAProxy knows them (`maps/<file>`), each with its entries in file
+    /// order; sorted by name.
+    pub fn applied_maps(&self) -> Vec<(String, Vec<(String, String)>)> {
+        let dir = self.current_tree().join("maps");
+        let mut maps: Vec<(String, Vec<(String, String)>)> = fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|entry| {
+                let entry = entry.expect("map file");
+                let name = format!("maps/{}", entry.file_name().to_string_lossy());
+                let entries = fs::read_to_string(entry.path())
+                    .unwrap_or_else(|e| panic!("{name}: {e}"))
+                    .lines()
+                    .filter_map(|line| line.split_once(' '))
+                    .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+                    .collect();
+                (name, entries)
+            })
+            .collect();
+        maps.sort();
+        maps
+    }
+
+    /// Waits until every map of the applied version is live in HAProxy
+    /// exactly: the same entries, in the same order, none more.
+    pub async fn expect_live_maps_applied(&self) {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let applied = self.applied_maps();
+            let mut differs = None;
+            for (map, entries) in &applied {
+                let live = self.runtime().show_map(map).await.expect("show map");
+                if &live != entries {
+                    differs = Some(format!("{map}: live {live:?}, applied {entries:?}"));
+                    break;
+                }
+            }
+            let Some(difference) = differs else {
+                return;
+            };
+            assert!(
+                Instant::now() < deadline,
+                "the live maps never matched the applied version: {difference}\n{}",
+                self.output()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The generation the controller handed over last (0 before the first).
+    pub async fn desired_generation(&self) -> u64 {
+        self.status().await["desired_generation"]
+            .as_u64()
+            .unwrap_or(0)
+    }
+
+    /// Waits for the agent's outcome of the first generation newer than
+    /// `after` (take `after` from [`Run::desired_generation`] before the
+    /// change), asserts it was applied as `kind` (`no-op`, `runtime`,
+    /// `reload` or `rejected`) and returns `/status`.
+    pub async fn expect_outcome_after(&self, after: u64, kind: &str) -> Value {
+        let status = self
+            .wait_for_status(&format!("an outcome for a generation after {after}"), |s| {
+                let outcome = s["agent"]["last_outcome"]["generation"]
+                    .as_u64()
+                    .unwrap_or(0);
+                outcome > after && s["desired_generation"].as_u64() == Some(outcome)
+            })
+            .await;
+        assert_eq!(
+            status["agent"]["last_outcome"]["kind"],
+            kind,
+            "the generation after {after} should be applied as {kind}: {status:#}\n{}",
+            self.output()
+        );
+        status
+    }
+
+    /// Asserts `/readyz` answers 503: no verified configuration serves.
+    pub async fn expect_not_ready(&self) {
+        let response = http::http1_get(self.admin, "hawser", "/readyz")
+            .await
+            .unwrap_or_else(|e| panic!("GET /readyz: {e}\n{}", self.output()));
+        assert_eq!(
+            response.status,
+            503,
+            "/readyz: {:?}\n{}",
+            response.text(),
+            self.output()
+        );
+    }
+
+    /// Asserts HAProxy's health listener answers `status` (200 on a
+    /// rendered configuration, 503 on the bootstrap one).
+    pub async fn expect_health(&self, status: u16) {
+        let response = http::http1_get(self.health, "hawser", "/healthz")
+            .await
+            .unwrap_or_else(|e| panic!("GET /healthz on {}: {e}\n{}", self.health, self.output()));
+        assert_eq!(
+            response.status,
+            status,
+            "health listener: {:?}\n{}",
+            response.text(),
+            self.output()
+        );
+    }
+
+    /// Waits until `/metrics` has the series `series` (name and labels, as
+    /// printed) at `value`.
+    pub async fn expect_metric(&self, series: &str, value: f64) {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let text = http::http1_get(self.admin, "hawser", "/metrics")
+                .await
+                .map(|r| r.text())
+                .unwrap_or_default();
+            let found = text.lines().find_map(|line| {
+                line.strip_prefix(series)
+                    .and_then(|rest| rest.strip_prefix(' '))
+                    .and_then(|v| v.trim().parse::<f64>().ok())
+            });
+            if found == Some(value) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "/metrics never showed {series} {value} (last {found:?}):\n{text}\n{}",
+                self.output()
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// `GET http://<host><target>` on `addr`, e.g. a listener a snippet adds.
+    pub async fn get_on(&self, addr: SocketAddr, host: &str, target: &str) -> Response {
+        http::http1_get(addr, host, target)
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "GET http://{host}{target} on {addr}: {e}\n{}",
+                    self.output()
+                )
+            })
+    }
+
+    /// `GET https://<host><target>` on `addr` over HTTP/1.1, SNI `sni`.
+    pub async fn get_tls_on(
+        &self,
+        addr: SocketAddr,
+        sni: Option<&str>,
+        host: &str,
+        target: &str,
+    ) -> Response {
+        http::https1_get(addr, sni, host, target)
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "GET https://{host}{target} on {addr} (SNI {sni:?}): {e}\n{}",
+                    self.output()
+                )
+            })
+    }
+
+    /// `GET https://<host><target>` on the HTTPS port, SNI `sni`.
+    pub async fn get_tls(&self, sni: Option<&str>, host: &str, target: &str) -> Response {
+        self.get_tls_on(self.https, sni, host, target).await
+    }
+
+    /// Sends requests to `host` until every pod in `pods` has answered;
+    /// returns the pods that answered. Other pods may answer meanwhile.
+    pub async fn expect_pods_reached(
+        &self,
+        host: &str,
+        target: &str,
+        pods: &[&str],
+    ) -> Vec<String> {
+        let deadline = Instant::now() + TIMEOUT;
+        let mut seen = std::collections::BTreeSet::new();
+        loop {
+            if let Ok(response) = http::http1_get(self.http, host, target).await
+                && response.status == 200
+            {
+                seen.insert(response.echo().pod);
+            }
+            if pods.iter().all(|p| seen.contains(*p)) {
+                return seen.into_iter().collect();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "GET {target} with Host {host:?} never reached all of {pods:?} (seen {seen:?})\n{}",
+                self.output()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
     /// The pid in HAProxy's pid file, if any.
     pub fn haproxy_master_pid(&self) -> Option<u32> {
         fs::read_to_string(self.state_dir().join("run/haproxy.pid"))
@@ -276,18 +496,49 @@ impl Run {
 impl Drop for Run {
     fn drop(&mut self) {
         self.process = None;
-        // HAProxy runs in its own process group, which outlives a killed hawser.
-        if let Some(pid) = self.haproxy_master_pid() {
+        // HAProxy runs in its own process group, which outlives a killed
+        // hawser. A pid file may be stale and its pid reused: signal only an
+        // HAProxy, and its group only when it leads one.
+        let Some(pid) = self.haproxy_master_pid() else {
+            return;
+        };
+        let Some((comm, pgrp)) = process_name_and_group(pid) else {
+            return;
+        };
+        if comm != "haproxy" {
+            return;
+        }
+        if pgrp == pid {
+            // `--` first: procps-ng 4.0.2's kill parses `kill -KILL -<pgid>`
+            // as `kill(-1, SIGKILL)`, which kills every process there is.
             let _ = Command::new("kill")
-                .arg("-KILL")
-                .arg(format!("-{pid}"))
-                .status();
-            let _ = Command::new("kill")
-                .arg("-KILL")
-                .arg(pid.to_string())
+                .args(["-KILL", "--", &format!("-{pid}")])
                 .status();
         }
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &pid.to_string()])
+            .status();
     }
+}
+
+/// The command name and process group of `pid`, from `/proc/<pid>/stat`;
+/// `None` for pids 0 and 1 (never ours to signal) and for gone processes.
+fn process_name_and_group(pid: u32) -> Option<(String, u32)> {
+    if pid <= 1 {
+        return None;
+    }
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `<pid> (<comm>) <state> <ppid> <pgrp> ...`; comm may hold spaces and `)`.
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let comm = stat.get(open + 1..close)?.to_string();
+    let pgrp = stat
+        .get(close + 1..)?
+        .split_whitespace()
+        .nth(2)?
+        .parse()
+        .ok()?;
+    Some((comm, pgrp))
 }
 
 /// An unused IPv4 loopback address for this test process.
