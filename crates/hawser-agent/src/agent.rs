@@ -16,8 +16,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hawser_haproxy::{HaproxyBinary, MasterCli, RuntimeApi};
-use hawser_render::{CONFIG_PATH, FileSet, Plan};
+use hawser_haproxy::{HaproxyBinary, HaproxyError, MasterCli, RuntimeApi};
+use hawser_render::{CONFIG_PATH, FileSet, Plan, culprit_at};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -496,13 +496,35 @@ impl Core {
             .tree
             .stage(desired.generation, &desired.files, &desired.plan)
             .map_err(|e| e.to_string())?;
-        self.config
+        let config_text = desired.files.text(CONFIG_PATH).unwrap_or_default();
+        let with_culprit = |message: String, line: Option<usize>| {
+            let culprit = line.and_then(|l| culprit_at(config_text, u32::try_from(l).ok()?));
+            match culprit {
+                Some(culprit) => format!(
+                    "{message}\n(at haproxy.cfg line {}, from {culprit})",
+                    line.unwrap_or_default()
+                ),
+                None => message,
+            }
+        };
+        if let Err(e) = self
+            .config
             .haproxy
             .check(self.tree.version_path(version), CONFIG_PATH)
             .await
-            .map_err(|e| e.to_string())?;
-        let config_text = desired.files.text(CONFIG_PATH).unwrap_or_default();
-        check_global(config_text, &AccountFiles::default()).map_err(|e| e.to_string())?;
+        {
+            let line = match &e {
+                HaproxyError::CheckFailed { file, line, .. }
+                    if file.as_deref().is_none_or(|f| f == CONFIG_PATH) =>
+                {
+                    line.map(|l| l as usize)
+                }
+                _ => None,
+            };
+            return Err(with_culprit(e.to_string(), line));
+        }
+        check_global(config_text, &AccountFiles::default())
+            .map_err(|e| with_culprit(e.to_string(), Some(e.line())))?;
 
         let running = VersionView {
             plan: &self.running.plan,
@@ -641,7 +663,8 @@ impl Core {
     }
 
     async fn repair_drift(&mut self) {
-        let ops = match drift::repairs(&self.runtime, &self.running.plan).await {
+        let ops = match drift::repairs(&self.runtime, &self.running.plan, &self.running.files).await
+        {
             Ok(ops) => ops,
             Err(e) => {
                 warn!("cannot compare live state with the applied version: {e}");

@@ -1,16 +1,25 @@
 //! Drift: what HAProxy runs compared with what the agent applied, and the
 //! runtime operations that put it back (a server changed by hand, a map
-//! edited through the socket, runtime state lost by a restart).
+//! edited through the socket, a certificate replaced through the socket,
+//! runtime state lost by a restart).
 
 use std::collections::BTreeMap;
 
 use hawser_haproxy::{RuntimeApi, ServerState as LiveServer, SocketError};
-use hawser_render::{Plan, ServerState};
+use hawser_render::{FileSet, Plan, ServerState};
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
+use sha1::{Digest, Sha1};
 
 use crate::diff::RuntimeOp;
 
-/// Compares live servers and maps with the plan; returns the repairs.
-pub async fn repairs(api: &RuntimeApi, plan: &Plan) -> Result<Vec<RuntimeOp>, SocketError> {
+/// Compares live servers, maps and certificates with the applied version;
+/// returns the repairs.
+pub async fn repairs(
+    api: &RuntimeApi,
+    plan: &Plan,
+    files: &FileSet,
+) -> Result<Vec<RuntimeOp>, SocketError> {
     let live = api.show_servers_state(None).await?;
     let mut ops = server_repairs(plan, &live);
     for map in &plan.maps {
@@ -26,7 +35,30 @@ pub async fn repairs(api: &RuntimeApi, plan: &Plan) -> Result<Vec<RuntimeOp>, So
             });
         }
     }
+    for certificate in &plan.certificates {
+        let Some(want) = files.text(&certificate.path).and_then(leaf_fingerprint) else {
+            continue;
+        };
+        let live = api.show_ssl_cert(&certificate.path).await?;
+        let same = live
+            .sha1_fingerprint
+            .is_some_and(|have| have.eq_ignore_ascii_case(&want));
+        if !same {
+            ops.push(RuntimeOp::UpdateCertificate {
+                path: certificate.path.clone(),
+            });
+        }
+    }
     Ok(ops)
+}
+
+/// SHA-1 of the first certificate's DER, in hex: what `show ssl cert <file>`
+/// prints as its `SHA1 FingerPrint`.
+fn leaf_fingerprint(pem: &str) -> Option<String> {
+    let leaf = CertificateDer::pem_slice_iter(pem.as_bytes())
+        .next()?
+        .ok()?;
+    Some(hex::encode_upper(Sha1::digest(leaf.as_ref())))
 }
 
 fn server_repairs(plan: &Plan, live: &[LiveServer]) -> Vec<RuntimeOp> {

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use hawser_agent::checks::{AccountFiles, CheckError, check_global};
 use hawser_haproxy::{CheckReport, HaproxyBinary, HaproxyError};
-use hawser_render::{CONFIG_PATH, FileSet};
+use hawser_render::{CONFIG_PATH, FileSet, culprit_at};
 
 use crate::tree::write_tree;
 
@@ -82,34 +82,5 @@ pub async fn check_in(
             })
         }
         Err(other) => Err(GateError::Haproxy(other)),
-    }
-}
-
-/// The nearest `# from:` or `# snippet:` mark at or above a 1-based line.
-pub fn culprit_at(config: &str, line: u32) -> Option<String> {
-    let lines: Vec<&str> = config.lines().collect();
-    let end = usize::try_from(line).ok()?.min(lines.len());
-    lines[..end].iter().rev().find_map(|l| {
-        let l = l.trim_start();
-        l.strip_prefix("# from: ").map(str::to_string).or_else(|| {
-            l.strip_prefix("# snippet: ")
-                .map(|s| format!("snippet {s}"))
-        })
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn culprit_is_the_nearest_mark_above() {
-        let cfg = "global\n  # snippet: global-a\n  bad\n# from: Service app/web port 80\nbackend x\n  oops\n";
-        assert_eq!(culprit_at(cfg, 3).as_deref(), Some("snippet global-a"));
-        assert_eq!(
-            culprit_at(cfg, 6).as_deref(),
-            Some("Service app/web port 80")
-        );
-        assert_eq!(culprit_at(cfg, 1), None);
     }
 }

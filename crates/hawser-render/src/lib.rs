@@ -18,6 +18,7 @@
 
 mod backends;
 mod config;
+mod culprit;
 mod engine;
 mod files;
 mod ingress;
@@ -32,6 +33,7 @@ pub use backends::{BALANCE_ANNOTATION, TIMEOUT_SERVER_ANNOTATION};
 pub use config::{
     ConfigError, INGRESS_CONTROLLER, RenderConfig, Settings, TemplateConfig, Timeouts,
 };
+pub use culprit::culprit_at;
 pub use files::{FileKind, FileSet, RenderedFile};
 pub use library::{ENTRY_TEMPLATE, EXTENSION_POINTS, LIBRARY};
 pub use plan::{
