@@ -97,18 +97,42 @@ fn link(run: &Run, name: &str) -> std::path::PathBuf {
         .unwrap_or_else(|e| panic!("tree/{name}: {e}"))
 }
 
+/// A run started with a config snippet, refused before serving anything.
+struct RefusedAtStart {
+    run: Run,
+    status: Value,
+    _backends: Backends,
+    _manifests: Manifests,
+}
+
+impl RefusedAtStart {
+    async fn with(snippet: &str) -> RefusedAtStart {
+        let (backends, manifests) = fixture();
+        let run = Run::launch_with(
+            manifests.path(),
+            RunOptions {
+                config_tail: snippet.to_string(),
+                ..RunOptions::default()
+            },
+        );
+        let status = expect_rejection(&run).await;
+        RefusedAtStart {
+            run,
+            status,
+            _backends: backends,
+            _manifests: manifests,
+        }
+    }
+
+    fn error(&self) -> &str {
+        last_error(&self.status)
+    }
+}
+
 #[tokio::test]
 async fn unknown_keyword_at_start_keeps_the_bootstrap_configuration() {
-    let (_backends, manifests) = fixture();
-    let run = Run::launch_with(
-        manifests.path(),
-        RunOptions {
-            config_tail: TYPO_SNIPPET.to_string(),
-            ..RunOptions::default()
-        },
-    );
-    let status = expect_rejection(&run).await;
-    let error = last_error(&status);
+    let refused = RefusedAtStart::with(TYPO_SNIPPET).await;
+    let (run, status, error) = (&refused.run, &refused.status, refused.error());
     assert!(
         error.contains("unknown keyword 'tune.buffsize' in 'global' section"),
         "/status should carry HAProxy's message: {error}"
@@ -223,16 +247,8 @@ async fn port_in_use_fails_the_reload_and_the_running_worker_keeps_serving() {
 
 #[tokio::test]
 async fn missing_chroot_at_start_is_refused_before_haproxy_loads_it() {
-    let (_backends, manifests) = fixture();
-    let run = Run::launch_with(
-        manifests.path(),
-        RunOptions {
-            config_tail: JAIL_SNIPPET.to_string(),
-            ..RunOptions::default()
-        },
-    );
-    let status = expect_rejection(&run).await;
-    let error = last_error(&status);
+    let refused = RefusedAtStart::with(JAIL_SNIPPET).await;
+    let (run, status, error) = (&refused.run, &refused.status, refused.error());
     assert!(
         error.contains("chroot directory \"/nonexistent-hawser-dir\" does not exist"),
         "/status should name the chroot: {error}"
@@ -278,16 +294,8 @@ async fn missing_chroot_after_a_restart_is_refused_and_the_worker_keeps_serving(
 /// `/status` names the snippet HAProxy refused a line of, as `hawser validate` does.
 #[tokio::test]
 async fn refusal_names_the_snippet_at_fault() {
-    let (_backends, manifests) = fixture();
-    let run = Run::launch_with(
-        manifests.path(),
-        RunOptions {
-            config_tail: TYPO_SNIPPET.to_string(),
-            ..RunOptions::default()
-        },
-    );
-    let status = expect_rejection(&run).await;
-    let error = last_error(&status);
+    let refused = RefusedAtStart::with(TYPO_SNIPPET).await;
+    let error = refused.error();
     assert!(
         error.contains("snippet global-tuning"),
         "/status should name the snippet HAProxy refused a line of (DESIGN.md §1: \
