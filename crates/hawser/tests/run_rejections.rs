@@ -138,10 +138,10 @@ async fn unknown_keyword_at_start_keeps_the_bootstrap_configuration() {
         "/status should carry HAProxy's message: {error}"
     );
     assert_eq!(status["agent"]["last_outcome"]["error"], error);
-    expect_bootstrap(&status);
+    expect_bootstrap(status);
     run.expect_not_ready().await;
     run.expect_health(503).await;
-    expect_nothing_served(&run).await;
+    expect_nothing_served(run).await;
 }
 
 #[tokio::test]
@@ -253,12 +253,12 @@ async fn missing_chroot_at_start_is_refused_before_haproxy_loads_it() {
         error.contains("chroot directory \"/nonexistent-hawser-dir\" does not exist"),
         "/status should name the chroot: {error}"
     );
-    expect_bootstrap(&status);
+    expect_bootstrap(status);
     run.expect_not_ready().await;
     // HAProxy lives on, on the bootstrap configuration.
     assert_eq!(run.worker_pids().await.len(), 1);
     run.expect_health(503).await;
-    expect_nothing_served(&run).await;
+    expect_nothing_served(run).await;
 }
 
 #[tokio::test]
