@@ -36,6 +36,14 @@ if [[ -x $cached ]] && recent_enough "$cached"; then
   found "$cached"
 fi
 
+# One build at a time: parallel test runs wait here for the first to finish.
+mkdir -p "$cache_root"
+exec 9>"$cache_root/.install.lock"
+flock 9
+if [[ -x $cached ]] && recent_enough "$cached"; then
+  found "$cached"
+fi
+
 log "no HAProxy >= 3.0 found; building $version from Debian's source package"
 sudo=""
 [[ $(id -u) -eq 0 ]] || sudo="sudo"
