@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use hawser_controller::{ManifestSet, load_dir};
-use hawser_render::{Diagnostic, RenderConfig, Rendered, Renderer, Severity};
+use hawser_render::{RenderConfig, Rendered, Renderer, Severity};
 
 use super::UsageError;
 use crate::cli::InputArgs;
@@ -50,13 +50,9 @@ pub fn report(rendered: &Rendered) -> usize {
         if diagnostic.severity == Severity::Rejected {
             rejected += 1;
         }
-        print_diagnostic(diagnostic);
+        eprintln!("{diagnostic}");
     }
     rejected
-}
-
-fn print_diagnostic(diagnostic: &Diagnostic) {
-    eprintln!("{diagnostic}");
 }
 
 /// One line saying what a render holds.
