@@ -43,13 +43,17 @@ const UNRESPONSIVE_GRACE: Duration = Duration::from_secs(3);
 
 const PROBE_POLL: Duration = Duration::from_millis(100);
 
+/// How long a master named by the pid file may look foreign (mid re-exec)
+/// before it is believed foreign.
+const RESCAN_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// The master to adopt, if one of this layout runs and answers; every other
 /// master of the layout has been stopped when this returns `Ok`.
 pub(super) async fn find(
     signature: &Signature<'_>,
     layout: &HaproxyLayout,
 ) -> Result<Option<ProcessIdentity>, ProcessError> {
-    let masters = identity::masters(&identity::scan(signature));
+    let masters = settled_masters(signature, layout).await;
     forget_foreign_pid_file(layout, &masters)?;
     let cli = MasterCli::new(layout.master_socket()).with_timeout(Duration::from_secs(1));
     if masters.is_empty() {
@@ -101,6 +105,31 @@ pub(super) async fn find(
         .await?;
     }
     Ok(adopted)
+}
+
+/// The masters of this layout. A master caught re-executing itself (a reload
+/// was in flight when the previous agent died) briefly shows an empty or
+/// partial command line, so while the pid file names a live process that
+/// does not look like ours, look again for a moment before believing it.
+async fn settled_masters(
+    signature: &Signature<'_>,
+    layout: &HaproxyLayout,
+) -> Vec<ProcessIdentity> {
+    let started = Instant::now();
+    loop {
+        let masters = identity::masters(&identity::scan(signature));
+        let named = std::fs::read_to_string(layout.pid_file())
+            .ok()
+            .as_deref()
+            .and_then(parse_pid_file);
+        let unexplained = named.is_some_and(|pid| {
+            !masters.iter().any(|m| m.pid == pid) && ProcessIdentity::of(pid).is_some()
+        });
+        if !unexplained || started.elapsed() >= RESCAN_TIMEOUT {
+            return masters;
+        }
+        tokio::time::sleep(PROBE_POLL).await;
+    }
 }
 
 /// Reads the pid file; when it names a pid that is not one of `masters`,
