@@ -43,6 +43,52 @@ pub enum Command {
     Demo(DemoArgs),
     /// Run an echo backend: answers every request with JSON describing it.
     Echo(EchoArgs),
+    /// The certificates the controller and agents authenticate each other with.
+    Certs(CertsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CertsArgs {
+    #[command(subcommand)]
+    pub command: CertsCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CertsCommand {
+    /// Create the CA and both identities where they are missing (idempotent).
+    Bootstrap(CertsOptions),
+    /// Create what is missing, renew what is due (30 days left, or a third of
+    /// a lifetime under 90 days), rotate the CA with a one-hour overlap, and
+    /// finish a run that was interrupted.
+    Renew(CertsOptions),
+    /// Print each certificate's expiry; exit 1 if one expires within 30 days
+    /// or cannot be read.
+    Check(CertsOptions),
+}
+
+#[derive(Debug, Args)]
+pub struct CertsOptions {
+    /// Directory of Secrets: one subdirectory per Secret, its keys as files.
+    #[arg(long, env = "HAWSER_CERTS_STORE")]
+    pub store: PathBuf,
+    /// Secret holding the CA, its key and the generation.
+    #[arg(long, default_value = "hawser-agent-issuer")]
+    pub issuer_secret: String,
+    /// Secret holding the agents' identity.
+    #[arg(long, default_value = "hawser-agent-identity")]
+    pub agent_secret: String,
+    /// Secret holding the controller's identity.
+    #[arg(long, default_value = "hawser-controller-identity")]
+    pub controller_secret: String,
+    /// DNS name (SAN) of the agent certificate.
+    #[arg(long, default_value = "hawser-agent")]
+    pub agent_name: String,
+    /// DNS name (SAN) of the controller certificate.
+    #[arg(long, default_value = "hawser-controller")]
+    pub controller_name: String,
+    /// Lifetime of new certificates, in days (1 to 3650).
+    #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=3650))]
+    pub validity_days: u32,
 }
 
 /// Where the objects and the configuration come from.

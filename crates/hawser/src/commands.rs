@@ -1,6 +1,7 @@
 //! One module per subcommand; this one dispatches and turns failures into
 //! exit codes (64 for a bad configuration or arguments, 1 otherwise).
 
+mod certs;
 mod demo;
 mod echo;
 mod input;
@@ -45,6 +46,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Run(args) => runtime.block_on(run::run(&args)),
         Command::Demo(args) => runtime.block_on(demo::run(&args)),
         Command::Echo(args) => runtime.block_on(echo::run(args)),
+        Command::Certs(args) => certs::run(&args),
     };
     match result {
         Ok(code) => code,
