@@ -8,7 +8,7 @@
 //!  <state>/run/haproxy.pid  the master's pid, to adopt it after a crash
 //! ```
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentPaths {
@@ -21,10 +21,6 @@ impl AgentPaths {
         AgentPaths {
             state: state.into(),
         }
-    }
-
-    pub fn state(&self) -> &Path {
-        &self.state
     }
 
     pub fn tree(&self) -> PathBuf {

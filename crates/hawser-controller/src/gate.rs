@@ -6,9 +6,6 @@
 //! templates mark each generated section with `# from: <object>` and each
 //! snippet with `# snippet: <name>`, and the nearest such mark above the line
 //! HAProxy complains about is the culprit.
-
-use std::path::Path;
-
 use hawser_agent::checks::{AccountFiles, CheckError, check_global};
 use hawser_haproxy::{CheckReport, HaproxyBinary, HaproxyError};
 use hawser_render::{CONFIG_PATH, FileSet, culprit_at};
@@ -45,19 +42,11 @@ fn culprit_suffix(line: &Option<u32>, culprit: &Option<String>) -> String {
 
 /// Writes `files` into a fresh temporary tree and runs `haproxy -c` on it.
 pub async fn check(haproxy: &HaproxyBinary, files: &FileSet) -> Result<CheckReport, GateError> {
-    let dir = tempfile::Builder::new()
+    let temp = tempfile::Builder::new()
         .prefix("hawser-check-")
         .tempdir()
         .map_err(GateError::Stage)?;
-    check_in(haproxy, files, dir.path()).await
-}
-
-/// Like [`check`], in a directory the caller owns (it is written to, not cleared).
-pub async fn check_in(
-    haproxy: &HaproxyBinary,
-    files: &FileSet,
-    dir: &Path,
-) -> Result<CheckReport, GateError> {
+    let dir = temp.path();
     write_tree(files, dir).map_err(GateError::Stage)?;
     match haproxy.check(dir, CONFIG_PATH).await {
         Ok(report) => {

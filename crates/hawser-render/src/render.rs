@@ -122,10 +122,6 @@ impl Renderer {
         self
     }
 
-    pub fn config(&self) -> &RenderConfig {
-        &self.config
-    }
-
     pub fn render(&self, store: &Store) -> Result<Rendered, RenderError> {
         let settings = &self.config.settings;
         let mut diags = Diagnostics::default();

@@ -11,21 +11,34 @@ use crate::SocketError;
 /// characters, `;` or `\`. Used for backend, server, map, certificate and
 /// crt-list names, SNI filters and server keywords.
 pub(crate) fn word<'a>(what: &'static str, value: &'a str) -> Result<&'a str, SocketError> {
-    let invalid = |reason| SocketError::InvalidArgument {
+    token(what, value)?;
+    if value.contains([';', '\\']) {
+        return Err(invalid(what, value, "it contains `;` or `\\`"));
+    }
+    Ok(value)
+}
+
+/// `value` is non-empty and holds no whitespace or control character.
+fn token(what: &'static str, value: &str) -> Result<(), SocketError> {
+    if value.is_empty() {
+        return Err(invalid(what, value, "it is empty"));
+    }
+    if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(invalid(
+            what,
+            value,
+            "it contains whitespace or control characters",
+        ));
+    }
+    Ok(())
+}
+
+fn invalid(what: &'static str, value: &str, reason: &'static str) -> SocketError {
+    SocketError::InvalidArgument {
         what,
         value: value.to_owned(),
         reason,
-    };
-    if value.is_empty() {
-        return Err(invalid("it is empty"));
     }
-    if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(invalid("it contains whitespace or control characters"));
-    }
-    if value.contains([';', '\\']) {
-        return Err(invalid("it contains `;` or `\\`"));
-    }
-    Ok(value)
 }
 
 /// A map key for a one-line command (`set map`, `add map`, `del map`):
@@ -71,34 +84,23 @@ pub(crate) fn pem_lines(pem: &str) -> Result<Vec<&str>, SocketError> {
 }
 
 fn check_map_key(value: &str) -> Result<(), SocketError> {
-    let invalid = |reason| SocketError::InvalidArgument {
-        what: "map key",
-        value: value.to_owned(),
-        reason,
-    };
-    if value.is_empty() {
-        return Err(invalid("it is empty"));
-    }
-    if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(invalid("it contains whitespace or control characters"));
-    }
-    Ok(())
+    token("map key", value)
 }
 
 fn check_map_value(value: &str) -> Result<(), SocketError> {
-    let invalid = |reason| SocketError::InvalidArgument {
-        what: "map value",
-        value: value.to_owned(),
-        reason,
-    };
+    let what = "map value";
     if value.is_empty() {
-        return Err(invalid("it is empty"));
+        return Err(invalid(what, value, "it is empty"));
     }
     if value.chars().any(char::is_control) {
-        return Err(invalid("it contains control characters"));
+        return Err(invalid(what, value, "it contains control characters"));
     }
     if value.starts_with(char::is_whitespace) {
-        return Err(invalid("it starts with whitespace, which haproxy drops"));
+        return Err(invalid(
+            what,
+            value,
+            "it starts with whitespace, which haproxy drops",
+        ));
     }
     Ok(())
 }

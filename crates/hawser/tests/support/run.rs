@@ -540,8 +540,3 @@ fn process_name_and_group(pid: u32) -> Option<(String, u32)> {
         .ok()?;
     Some((comm, pgrp))
 }
-
-/// An unused IPv4 loopback address for this test process.
-pub fn loopback() -> Ipv4Addr {
-    listen_address()
-}
