@@ -598,7 +598,10 @@ impl Core {
             .await;
         match result {
             Ok(pid) => {
-                self.status.send_modify(|s| s.reloads += 1);
+                self.status.send_modify(|s| {
+                    s.reloads += 1;
+                    s.worker_pid = Some(pid);
+                });
                 info!(
                     generation = desired.generation,
                     worker = pid,

@@ -18,6 +18,7 @@
 mod agent;
 mod bootstrap;
 pub mod checks;
+pub mod control;
 pub mod diff;
 mod drift;
 mod paths;

@@ -68,6 +68,8 @@ pub struct AgentStatus {
     pub rejected: u64,
     pub drift_repairs: u64,
     pub haproxy_restarts: u64,
+    /// The HAProxy worker verified by the last reload.
+    pub worker_pid: Option<u32>,
 }
 
 impl AgentStatus {
@@ -84,6 +86,7 @@ impl AgentStatus {
             rejected: 0,
             drift_repairs: 0,
             haproxy_restarts: 0,
+            worker_pid: None,
         }
     }
 

@@ -142,11 +142,7 @@ impl Manifest {
             self.generation, self.plan
         );
         for (path, entry) in &self.files {
-            out.push_str(&format!(
-                "{} {} {path}\n",
-                entry.digest,
-                kind_name(entry.kind)
-            ));
+            out.push_str(&format!("{} {} {path}\n", entry.digest, entry.kind.name()));
         }
         out
     }
@@ -162,7 +158,7 @@ impl Manifest {
         for line in lines {
             let mut parts = line.splitn(3, ' ');
             let digest = parts.next()?.to_string();
-            let kind = kind_from_name(parts.next()?)?;
+            let kind = FileKind::from_name(parts.next()?)?;
             let path = parts.next()?.to_string();
             files.insert(path, ManifestEntry { digest, kind });
         }
@@ -177,25 +173,6 @@ impl Manifest {
 /// Lowercase hex SHA-256.
 pub fn digest(content: &[u8]) -> String {
     hex::encode(Sha256::digest(content))
-}
-
-fn kind_name(kind: FileKind) -> &'static str {
-    match kind {
-        FileKind::Config => "config",
-        FileKind::Map => "map",
-        FileKind::Certificate => "certificate",
-        FileKind::CrtList => "crt-list",
-    }
-}
-
-fn kind_from_name(name: &str) -> Option<FileKind> {
-    Some(match name {
-        "config" => FileKind::Config,
-        "map" => FileKind::Map,
-        "certificate" => FileKind::Certificate,
-        "crt-list" => FileKind::CrtList,
-        _ => return None,
-    })
 }
 
 /// The versioned trees under one base directory.

@@ -1,9 +1,11 @@
-//! The admin listener of `hawser run`: liveness, readiness, status, metrics.
+//! The admin listener of `hawser run` and `hawser controller`: liveness,
+//! readiness, status, metrics.
 //!
 //! | path       | answers                                                            |
 //! |------------|--------------------------------------------------------------------|
 //! | `/healthz` | 200 while the process runs                                         |
-//! | `/readyz`  | 200 once a rendered, verified configuration serves; 503 before    |
+//! | `/readyz`  | 200 once a rendered, verified configuration serves (`run`), or    |
+//! |            | once every agent holds the newest render (`controller`); 503 before |
 //! | `/status`  | JSON: generations desired and applied, last error, counters       |
 //! | `/metrics` | Prometheus text format                                            |
 
@@ -15,18 +17,39 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use hawser_agent::{AgentHandle, AgentStatus};
+use hawser_pki::tls::{SharedMaterial, TlsStatus};
 use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::fleet::FleetStatus;
 use crate::local::ControllerStatus;
 use crate::metrics::Metrics;
 
 #[derive(Debug, Clone)]
 pub struct AdminState {
-    pub agent: AgentHandle,
+    /// The in-process agent (`hawser run`).
+    pub agent: Option<AgentHandle>,
+    /// The agents pushed to (`hawser controller`).
+    pub fleet: Option<watch::Receiver<FleetStatus>>,
+    /// The controller's own tls directory (`hawser controller`).
+    pub tls: Option<SharedMaterial>,
     pub controller: watch::Receiver<ControllerStatus>,
     pub metrics: Arc<Metrics>,
+}
+
+impl AdminState {
+    fn ready(&self) -> bool {
+        let agent_ready = self
+            .agent
+            .as_ref()
+            .is_none_or(|a| a.status().borrow().is_ready());
+        let fleet_ready = self.fleet.as_ref().is_none_or(|f| {
+            let generation = self.controller.borrow().generation;
+            generation.is_some_and(|g| f.borrow().converged_at(g))
+        });
+        agent_ready && fleet_ready
+    }
 }
 
 /// The `/status` document.
@@ -38,7 +61,12 @@ pub struct StatusDocument {
     pub last_error: Option<String>,
     pub reloads: u64,
     pub controller: ControllerStatus,
-    pub agent: AgentStatus,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetStatus>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tls: Option<TlsStatus>,
 }
 
 pub fn router(state: AdminState) -> Router {
@@ -62,7 +90,7 @@ pub async fn serve(
 }
 
 async fn readyz(State(state): State<AdminState>) -> impl IntoResponse {
-    if state.agent.status().borrow().is_ready() {
+    if state.ready() {
         (StatusCode::OK, "ready\n")
     } else {
         (
@@ -73,20 +101,28 @@ async fn readyz(State(state): State<AdminState>) -> impl IntoResponse {
 }
 
 async fn status(State(state): State<AdminState>) -> impl IntoResponse {
-    let agent = state.agent.status().borrow().clone();
+    let agent = state.agent.as_ref().map(|a| a.status().borrow().clone());
+    let fleet = state.fleet.as_ref().map(|f| f.borrow().clone());
     let controller = state.controller.borrow().clone();
     let last_error = controller
         .render_error
         .clone()
-        .or_else(|| agent.last_error.clone());
+        .or_else(|| agent.as_ref().and_then(|a| a.last_error.clone()))
+        .or_else(|| {
+            fleet
+                .as_ref()
+                .and_then(|f| f.agents.values().find_map(|a| a.last_error.clone()))
+        });
     let document = StatusDocument {
-        ready: agent.is_ready(),
+        ready: state.ready(),
         desired_generation: controller.generation,
-        applied_generation: agent.applied_generation,
+        applied_generation: agent.as_ref().and_then(|a| a.applied_generation),
         last_error,
-        reloads: agent.reloads,
+        reloads: agent.as_ref().map_or(0, |a| a.reloads),
         controller,
         agent,
+        fleet,
+        tls: state.tls.as_ref().map(SharedMaterial::status),
     };
     let body = serde_json::to_string_pretty(&document).unwrap_or_default();
     ([(header::CONTENT_TYPE, "application/json")], body)

@@ -12,6 +12,7 @@
 //! [`hawser_model::Store`]; what a source cannot use is reported, not fatal.
 
 pub mod admin;
+pub mod fleet;
 pub mod gate;
 pub mod local;
 pub mod manifests;

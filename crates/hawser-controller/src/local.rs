@@ -3,15 +3,18 @@
 //! differs from the last one.
 //!
 //! ```text
-//!  notify events ──debounce──► load_dir ──► render ──► changed? ──► agent.submit(generation)
+//!  notify events ──debounce──► load_dir ──► render ──► changed? ──► sink.deliver(generation)
+//!                                                                  (the in-process agent, or the fleet)
 //!                                 │            │
 //!                           problems      diagnostics ──► ControllerStatus (watch), one log line each
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hawser_agent::{AgentHandle, Desired, Generation};
+use hawser_model::Store;
 use hawser_render::{Rendered, Renderer, Severity};
 use notify::{RecursiveMode, Watcher};
 use serde::Serialize;
@@ -24,6 +27,23 @@ use crate::manifests::load_dir;
 /// Quiet time after the last file event before re-reading: an editor's save
 /// (write temp, rename) or a `cp -r` is one change, not many.
 pub const DEBOUNCE: Duration = Duration::from_millis(200);
+
+/// Where each new render goes.
+pub trait Deliver {
+    /// `rendered` is the render of `store` under the controller's own settings.
+    fn deliver(&self, generation: Generation, store: &Arc<Store>, rendered: &Rendered);
+}
+
+/// `hawser run`: straight to the in-process agent.
+impl Deliver for AgentHandle {
+    fn deliver(&self, generation: Generation, _store: &Arc<Store>, rendered: &Rendered) {
+        self.submit(Desired {
+            generation,
+            files: rendered.files.clone(),
+            plan: rendered.plan.clone(),
+        });
+    }
+}
 
 /// What the controller side of `hawser run` reports.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -61,7 +81,7 @@ pub enum WatchError {
 pub async fn run_local(
     dir: PathBuf,
     renderer: Renderer,
-    agent: AgentHandle,
+    sink: impl Deliver,
     first_generation: Generation,
     status: watch::Sender<ControllerStatus>,
     stop: impl Future<Output = ()>,
@@ -88,7 +108,7 @@ pub async fn run_local(
         last: None,
         reported: Vec::new(),
     };
-    cycle.once(&dir, &renderer, &agent, &status);
+    cycle.once(&dir, &renderer, &sink, &status);
     tokio::pin!(stop);
     loop {
         tokio::select! {
@@ -104,7 +124,7 @@ pub async fn run_local(
                         () = tokio::time::sleep(DEBOUNCE) => break,
                     }
                 }
-                cycle.once(&dir, &renderer, &agent, &status);
+                cycle.once(&dir, &renderer, &sink, &status);
             }
         }
     }
@@ -123,7 +143,7 @@ impl RenderCycle {
         &mut self,
         dir: &Path,
         renderer: &Renderer,
-        agent: &AgentHandle,
+        sink: &impl Deliver,
         status: &watch::Sender<ControllerStatus>,
     ) {
         let started = Instant::now();
@@ -170,11 +190,7 @@ impl RenderCycle {
             let generation = self.next_generation;
             self.next_generation += 1;
             info!(generation, "rendered: {} objects", manifests.store.len());
-            agent.submit(Desired {
-                generation,
-                files: rendered.files.clone(),
-                plan: rendered.plan.clone(),
-            });
+            sink.deliver(generation, &Arc::new(manifests.store), &rendered);
             self.last = Some(rendered);
             Some(generation)
         };

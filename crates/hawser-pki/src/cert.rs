@@ -64,7 +64,8 @@ fn with_cert<T>(pem: &[u8], f: impl FnOnce(&X509Certificate<'_>) -> T) -> Result
     Ok(f(&cert))
 }
 
-fn to_system_time(timestamp: i64) -> SystemTime {
+/// A certificate timestamp (seconds since the epoch) as a `SystemTime`; before 1970 reads as 1970.
+pub(crate) fn to_system_time(timestamp: i64) -> SystemTime {
     match u64::try_from(timestamp) {
         Ok(secs) => UNIX_EPOCH + Duration::from_secs(secs),
         Err(_) => UNIX_EPOCH,

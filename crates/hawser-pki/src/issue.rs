@@ -76,6 +76,22 @@ impl Role {
             Self::Controller => "controller",
         }
     }
+
+    /// The extended key usage this role's certificate carries, as RFC 5280 names it.
+    pub fn extended_key_usage(self) -> &'static str {
+        match self {
+            Self::Agent => "serverAuth",
+            Self::Controller => "clientAuth",
+        }
+    }
+
+    /// The role at the other end of the connection.
+    pub fn peer(self) -> Role {
+        match self {
+            Self::Agent => Self::Controller,
+            Self::Controller => Self::Agent,
+        }
+    }
 }
 
 /// A PEM certificate with its PEM private key. `Debug` hides the key.

@@ -6,6 +6,9 @@
 //!   SecretStore ◀──┤ renew: bootstrap / renew / rotate CA (previous-ca overlap) / resume
 //!   (DirStore,     │
 //!    Kubernetes)   └ check: each certificate's expiry, due within 30 days or unreadable
+//!       │
+//!       ▼ identity Secret mounted as a tls directory
+//!   tls: load + validate one revision ─▶ SharedMaterial (watched) ─▶ rustls configs (mTLS 1.3)
 //! ```
 //!
 //! The issuer Secret holds `ca.crt`, `ca.key` and `generation`; each identity Secret holds
@@ -16,8 +19,12 @@ pub mod cert;
 pub mod issue;
 pub mod lifecycle;
 pub mod store;
+pub mod tls;
 
 pub use cert::{CertError, CertInfo};
 pub use issue::{CertifiedKey, IssueError, Role};
-pub use lifecycle::{CertStatus, RenewError, RenewOutcome, Report, Settings, check, renew};
+pub use lifecycle::{
+    CertStatus, RenewError, RenewOutcome, RenewRequest, Report, Settings, Written, check, renew,
+    renew_with,
+};
 pub use store::{DirStore, SecretData, SecretStore, StoreError};

@@ -4,7 +4,7 @@
 //! read issuer ──none + no identities──▶ new CA, generation 1 ─┐
 //!             ──none + identities────▶ error: restore issuer from backup
 //!             ──corrupt──────────────▶ error: restore issuer from backup
-//!             ──CA due───────────────▶ new CA + key, generation + 1, previous-ca.crt ─┤ (issuer written FIRST)
+//!             ──CA due / --rotate-ca─▶ new CA + key, generation + 1, previous-ca.crt ─┤ (issuer written FIRST)
 //!                                                                                     ▼
 //! each identity: missing / older generation / not signed by the CA / due ──▶ new key + cert,
 //!                ca.crt = CA (+ previous-ca.crt and previous-ca-until = now + 1 h when rotating)
@@ -12,7 +12,9 @@
 //!
 //! Because the issuer is written before the identities, a run killed at any point leaves
 //! either the old state or an issuer ahead of its identities; the next run finishes that
-//! generation instead of minting another CA.
+//! generation instead of minting another CA. A forced rotation ([`RenewRequest::rotate_ca`])
+//! starts only from a settled store (both identities on the issuer's generation), so
+//! rerunning an interrupted `--rotate-ca` finishes that rotation rather than starting another.
 
 use std::time::{Duration, SystemTime};
 
@@ -143,6 +145,23 @@ pub struct RenewOutcome {
     pub written: Vec<String>,
 }
 
+/// What a renewal run is asked for beyond bringing everything current.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RenewRequest {
+    /// Rotate the CA now even if it is not due (a suspected compromise, or a rehearsal).
+    /// Ignored while a rotation is unfinished: that one is completed instead.
+    pub rotate_ca: bool,
+}
+
+/// One Secret written by a renewal run, reported as soon as it is stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The Secret name.
+    pub secret: String,
+    /// The generation it now holds (the issuer's, for an identity).
+    pub generation: u64,
+}
+
 /// The issuer as stored.
 struct IssuerState {
     ca: CertifiedKey,
@@ -214,12 +233,28 @@ pub fn renew(
     settings: &Settings,
     now: SystemTime,
 ) -> Result<RenewOutcome, RenewError> {
+    renew_with(store, settings, now, RenewRequest::default(), &mut |_| {})
+}
+
+/// [`renew`], as `request` asks, calling `on_write` after each Secret is stored (so a
+/// caller can report progress that survives the run being killed).
+pub fn renew_with(
+    store: &dyn SecretStore,
+    settings: &Settings,
+    now: SystemTime,
+    request: RenewRequest,
+    on_write: &mut dyn FnMut(&Written),
+) -> Result<RenewOutcome, RenewError> {
     if !issue::VALIDITY_DAYS.contains(&settings.validity_days) {
         return Err(IssueError::Validity(settings.validity_days).into());
     }
     let mut written = Vec::new();
     let agent = store.read(&settings.agent)?;
     let controller = store.read(&settings.controller)?;
+    let identity_generations = [&agent, &controller].map(|data| {
+        data.as_ref()
+            .and_then(|d| parse_generation(d.get(keys::GENERATION)))
+    });
 
     let (issuer, issuer_changed) = match store.read(&settings.issuer)? {
         None if agent.is_some() || controller.is_some() => {
@@ -243,7 +278,11 @@ pub fn renew(
                     reason: format!("ca.crt: {e}"),
                 }
             })?;
-            if is_due(&info, now) {
+            // Both identities on the issuer's generation: no rotation is half done.
+            let settled = identity_generations
+                .iter()
+                .all(|g| *g == Some(current.generation));
+            if is_due(&info, now) || (request.rotate_ca && settled) {
                 let generation = current.generation + 1;
                 let rotated = IssuerState {
                     ca: issue::new_ca(now, settings.validity_days, generation)?,
@@ -257,19 +296,24 @@ pub fn renew(
         }
     };
     // Refuse before writing anything when an identity is ahead of the issuer.
-    for (secret, existing) in [
-        (&settings.agent, &agent),
-        (&settings.controller, &controller),
-    ] {
-        let generation = existing
-            .as_ref()
-            .and_then(|d| parse_generation(d.get(keys::GENERATION)));
+    for (secret, generation) in [&settings.agent, &settings.controller]
+        .into_iter()
+        .zip(identity_generations)
+    {
         ensure_not_behind(&issuer, secret, generation, settings)?;
     }
+    let mut stored = |secret: &String, data: &SecretData| -> Result<(), RenewError> {
+        store.write(secret, data)?;
+        written.push(secret.clone());
+        on_write(&Written {
+            secret: secret.clone(),
+            generation: issuer.generation,
+        });
+        Ok(())
+    };
     if issuer_changed {
         // The issuer goes first: a run killed after this point resumes this generation.
-        store.write(&settings.issuer, &issuer_data(&issuer))?;
-        written.push(settings.issuer.clone());
+        stored(&settings.issuer, &issuer_data(&issuer))?;
     }
 
     for (secret, existing, role, name) in [
@@ -285,8 +329,7 @@ pub fn renew(
         else {
             continue;
         };
-        store.write(secret, &data)?;
-        written.push(secret.clone());
+        stored(secret, &data)?;
     }
     Ok(RenewOutcome {
         generation: issuer.generation,
@@ -354,7 +397,8 @@ fn identity_update(
     Ok(Some(data))
 }
 
-fn rfc3339(at: SystemTime) -> String {
+/// `at` as RFC 3339 UTC, whole seconds (`2027-01-15T08:00:00Z`).
+pub(crate) fn rfc3339(at: SystemTime) -> String {
     let at = OffsetDateTime::from(at);
     let at = at.replace_nanosecond(0).unwrap_or(at);
     // Formatting a UTC time with Rfc3339 only fails for years outside 0..=9999.

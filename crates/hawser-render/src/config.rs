@@ -72,6 +72,43 @@ impl Default for Settings {
     }
 }
 
+/// The settings an agent may require of the configuration rendered for it
+/// (where its sockets are, which ports its HAProxy binds).
+pub const AGENT_SETTINGS: &[&str] = &[
+    "bindAddress",
+    "httpPort",
+    "httpsPort",
+    "healthPort",
+    "runtimeSocket",
+    "serverStateFile",
+];
+
+impl Settings {
+    /// Sets one of [`AGENT_SETTINGS`] from its text form.
+    pub fn set_agent_setting(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let port = |value: &str| {
+            value
+                .parse::<u16>()
+                .map_err(|_| format!("{key}: {value:?} is not a port"))
+        };
+        match key {
+            "bindAddress" => self.bind_address = value.to_string(),
+            "httpPort" => self.http_port = port(value)?,
+            "httpsPort" => self.https_port = port(value)?,
+            "healthPort" => self.health_port = Some(port(value)?),
+            "runtimeSocket" => self.runtime_socket = Some(value.to_string()),
+            "serverStateFile" => self.server_state_file = Some(value.to_string()),
+            _ => {
+                return Err(format!(
+                    "{key} is not a setting an agent may set (one of {})",
+                    AGENT_SETTINGS.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, rename_all(deserialize = "camelCase"), deny_unknown_fields)]
 pub struct Timeouts {

@@ -15,6 +15,28 @@ pub enum FileKind {
     CrtList,
 }
 
+impl FileKind {
+    /// The name a kind is written under (manifests, the agent protocol).
+    pub fn name(self) -> &'static str {
+        match self {
+            FileKind::Config => "config",
+            FileKind::Map => "map",
+            FileKind::Certificate => "certificate",
+            FileKind::CrtList => "crt-list",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "config" => FileKind::Config,
+            "map" => FileKind::Map,
+            "certificate" => FileKind::Certificate,
+            "crt-list" => FileKind::CrtList,
+            _ => return None,
+        })
+    }
+}
+
 #[derive(Clone, PartialEq, Eq)]
 pub struct RenderedFile {
     pub kind: FileKind,

@@ -31,7 +31,8 @@ pub mod validate;
 
 pub use backends::{BALANCE_ANNOTATION, TIMEOUT_SERVER_ANNOTATION};
 pub use config::{
-    ConfigError, INGRESS_CONTROLLER, RenderConfig, Settings, TemplateConfig, Timeouts,
+    AGENT_SETTINGS, ConfigError, INGRESS_CONTROLLER, RenderConfig, Settings, TemplateConfig,
+    Timeouts,
 };
 pub use culprit::culprit_at;
 pub use files::{FileKind, FileSet, RenderedFile};

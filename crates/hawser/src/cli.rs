@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod split;
+pub use split::{AgentArgs, AgentCommand, AgentServeArgs, ControllerArgs};
+
 /// hawser: a template-driven HAProxy ingress controller for Kubernetes.
 ///
 /// It renders HAProxy configuration from Kubernetes objects (Ingress, Service,
@@ -45,6 +48,18 @@ pub enum Command {
     Echo(EchoArgs),
     /// The certificates the controller and agents authenticate each other with.
     Certs(CertsArgs),
+    /// Run beside HAProxy: apply what the controller pushes over mutual TLS
+    /// 1.3, never leaving HAProxy on a configuration it cannot load.
+    ///
+    /// `hawser agent health` and `hawser agent state` ask a running agent
+    /// over its local socket, with no certificate involved.
+    Agent(AgentArgs),
+    /// Render a manifests directory on every change and push each render to
+    /// the agents (--agent, repeated) over mutual TLS 1.3.
+    ///
+    /// Only the files an agent lacks travel. `--admin` serves /healthz,
+    /// /readyz, /status (per-agent state) and /metrics.
+    Controller(ControllerArgs),
 }
 
 #[derive(Debug, Args)]
@@ -60,10 +75,21 @@ pub enum CertsCommand {
     /// Create what is missing, renew what is due (30 days left, or a third of
     /// a lifetime under 90 days), rotate the CA with a one-hour overlap, and
     /// finish a run that was interrupted.
-    Renew(CertsOptions),
+    Renew(RenewArgs),
     /// Print each certificate's expiry; exit 1 if one expires within 30 days
     /// or cannot be read.
     Check(CertsOptions),
+}
+
+#[derive(Debug, Args)]
+pub struct RenewArgs {
+    #[command(flatten)]
+    pub options: CertsOptions,
+    /// Rotate the CA now, even if it is not due (a suspected compromise, or to
+    /// rehearse a rotation); the identities follow with the one-hour overlap.
+    /// Rerunning an interrupted rotation finishes it rather than starting another.
+    #[arg(long)]
+    pub rotate_ca: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,7 +1,9 @@
 //! One module per subcommand; this one dispatches and turns failures into
 //! exit codes (64 for a bad configuration or arguments, 1 otherwise).
 
+mod agent;
 mod certs;
+mod controller;
 mod demo;
 mod echo;
 mod input;
@@ -47,6 +49,8 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Demo(args) => runtime.block_on(demo::run(&args)),
         Command::Echo(args) => runtime.block_on(echo::run(args)),
         Command::Certs(args) => certs::run(&args),
+        Command::Agent(args) => runtime.block_on(agent::run(&args)),
+        Command::Controller(args) => runtime.block_on(controller::run(&args)),
     };
     match result {
         Ok(code) => code,

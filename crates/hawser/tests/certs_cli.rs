@@ -9,10 +9,23 @@
 
 mod support;
 
+use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::mpsc;
+use std::thread;
 
-use support::{Finished, hawser_command, run_to_end};
+use support::{Finished, TIMEOUT, hawser_command, run_to_end};
+
+const ISSUER: &str = "hawser-agent-issuer";
+const IDENTITIES: [&str; 2] = ["hawser-agent-identity", "hawser-controller-identity"];
+/// The fault-injection hook of `hawser certs`: a pause after each Secret written.
+const PAUSE_AFTER_WRITE: &str = "HAWSER_CERTS_PAUSE_AFTER_WRITE_MS";
+/// The pause: the run moves on to its next stage after it, so the test must kill the run
+/// well within it; a kill lands a few milliseconds after the line is read.
+const PAUSE_MS: &str = "2000";
 
 fn certs(verb: &str, store: &Path, extra: &[&str]) -> Finished {
     let mut command = hawser_command(["certs", verb, "--store"]);
@@ -29,6 +42,21 @@ fn bootstrap_creates_both_identities_and_check_passes() {
         run.stdout.contains(
             "wrote hawser-agent-issuer, hawser-agent-identity, hawser-controller-identity"
         ),
+        "{}",
+        run.describe()
+    );
+    let progress: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("wrote "))
+        .collect();
+    assert_eq!(
+        progress,
+        [
+            "wrote hawser-agent-issuer (generation 1)",
+            "wrote hawser-agent-identity (generation 1)",
+            "wrote hawser-controller-identity (generation 1)",
+        ],
         "{}",
         run.describe()
     );
@@ -103,4 +131,183 @@ fn validity_outside_1_to_3650_days_is_refused() {
             .is_none(),
         "nothing written"
     );
+}
+
+/// A child killed (SIGKILL) and reaped on drop, whatever the test did.
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `hawser certs renew <extra>` with a pause after each write, waits for its
+/// `k`-th `wrote` line, and kills it with SIGKILL during the pause that follows. Returns
+/// the `wrote` lines it printed.
+fn killed_after_write(store: &Path, extra: &[&str], k: usize) -> Vec<String> {
+    let mut command = hawser_command(["certs", "renew", "--store"]);
+    command
+        .arg(store)
+        .args(extra)
+        .env(PAUSE_AFTER_WRITE, PAUSE_MS)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped());
+    let mut child = KillOnDrop(command.spawn().expect("start hawser certs renew"));
+    let stdout = child.0.stdout.take().expect("piped stdout");
+    let (lines, received) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut wrote = Vec::new();
+    while wrote.len() < k {
+        match received.recv_timeout(TIMEOUT) {
+            Ok(line) if line.starts_with("wrote ") => wrote.push(line),
+            Ok(_) => {}
+            Err(e) => panic!(
+                "no `wrote` line #{} ({e}); so far: {wrote:?}",
+                wrote.len() + 1
+            ),
+        }
+    }
+    child.0.kill().expect("kill -9");
+    let status = child.0.wait().expect("reap");
+    assert_eq!(
+        status.signal(),
+        Some(9),
+        "killed mid-run, not finished: {status}"
+    );
+    wrote
+}
+
+fn read_key(store: &Path, secret: &str, key: &str) -> Option<Vec<u8>> {
+    std::fs::read(store.join(secret).join(key)).ok()
+}
+
+/// The stages (issuer, agent identity, controller identity) that hold `generation`.
+fn stages_at(store: &Path, generation: u64) -> usize {
+    let generation = generation.to_string().into_bytes();
+    [ISSUER, IDENTITIES[0], IDENTITIES[1]]
+        .iter()
+        .filter(|secret| read_key(store, secret, "generation").as_ref() == Some(&generation))
+        .count()
+}
+
+fn generation_of(line: &str) -> u64 {
+    let (_, rest) = line.split_once("(generation ").expect("a generation");
+    rest.trim_end_matches(')').parse().expect("a number")
+}
+
+/// The issuer holds `generation` and the CA `ca`; both identities carry that generation,
+/// are signed by that CA and trust it (and, after a rotation, `previous_ca` as well);
+/// `hawser certs check` passes.
+fn expect_valid_generation(store: &Path, generation: u64, ca: &[u8], previous_ca: Option<&[u8]>) {
+    let issuer_generation = read_key(store, ISSUER, "generation").expect("issuer generation");
+    assert_eq!(issuer_generation, generation.to_string().into_bytes());
+    assert_eq!(
+        read_key(store, ISSUER, "ca.crt").as_deref(),
+        Some(ca),
+        "the issuer's ca"
+    );
+    for secret in IDENTITIES {
+        let crt = read_key(store, secret, "tls.crt").expect("tls.crt");
+        assert!(
+            hawser_pki::cert::is_signed_by(&crt, ca),
+            "{secret} signed by the issuer ca"
+        );
+        assert_eq!(
+            read_key(store, secret, "ca.crt").as_deref(),
+            Some(ca),
+            "{secret} trust"
+        );
+        assert_eq!(
+            read_key(store, secret, "generation"),
+            Some(generation.to_string().into_bytes()),
+            "{secret} generation"
+        );
+        if let Some(previous) = previous_ca {
+            assert_eq!(
+                read_key(store, secret, "previous-ca.crt").as_deref(),
+                Some(previous),
+                "{secret} keeps trusting the previous ca"
+            );
+            assert!(read_key(store, secret, "previous-ca-until").is_some());
+        }
+    }
+    let check = certs("check", store, &[]);
+    assert!(check.status.success(), "{}", check.describe());
+}
+
+#[test]
+fn bootstrap_killed_between_each_stage_resumes_the_same_generation() {
+    for k in 1..=3 {
+        let store = tempfile::tempdir().expect("store");
+        let wrote = killed_after_write(store.path(), &[], k);
+        assert_eq!(generation_of(&wrote[0]), 1, "{wrote:?}");
+        assert_eq!(
+            stages_at(store.path(), 1),
+            k,
+            "killed right after write {k}"
+        );
+        let ca = read_key(store.path(), ISSUER, "ca.crt").expect("the issuer is written first");
+
+        let rerun = certs("renew", store.path(), &[]);
+        assert!(
+            rerun.status.success(),
+            "killed after write {k}: {}",
+            rerun.describe()
+        );
+        assert!(
+            !rerun.stdout.contains(&format!("wrote {ISSUER}")),
+            "killed after write {k}: the rerun must not mint another ca\n{}",
+            rerun.describe()
+        );
+        expect_valid_generation(store.path(), 1, &ca, None);
+    }
+}
+
+#[test]
+fn rotate_ca_killed_between_each_stage_resumes_the_same_generation() {
+    for k in 1..=3 {
+        let store = tempfile::tempdir().expect("store");
+        let setup = certs("bootstrap", store.path(), &[]);
+        assert!(setup.status.success(), "{}", setup.describe());
+        let old_ca = read_key(store.path(), ISSUER, "ca.crt").expect("ca");
+
+        let wrote = killed_after_write(store.path(), &["--rotate-ca"], k);
+        assert_eq!(wrote[0], format!("wrote {ISSUER} (generation 2)"));
+        assert_eq!(
+            stages_at(store.path(), 2),
+            k,
+            "killed right after write {k}"
+        );
+        let new_ca = read_key(store.path(), ISSUER, "ca.crt").expect("ca");
+        assert_ne!(new_ca, old_ca, "the rotation wrote a new ca first");
+
+        // Until its last write the rotation is unfinished, and rerunning the same command
+        // finishes it; after the last write it was complete, and another `--rotate-ca`
+        // would rightly start a new one, so the rerun is a plain renew.
+        let rerun = if k < 3 {
+            certs("renew", store.path(), &["--rotate-ca"])
+        } else {
+            certs("renew", store.path(), &[])
+        };
+        assert!(
+            rerun.status.success(),
+            "killed after write {k}: {}",
+            rerun.describe()
+        );
+        assert!(
+            rerun.stdout.contains("generation 2")
+                && !rerun.stdout.contains(&format!("wrote {ISSUER}")),
+            "killed after write {k}: the rerun must finish generation 2\n{}",
+            rerun.describe()
+        );
+        expect_valid_generation(store.path(), 2, &new_ca, Some(&old_ca));
+    }
 }

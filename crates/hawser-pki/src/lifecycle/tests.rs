@@ -394,3 +394,114 @@ fn check_reports_expiry_and_unreadable_certificates() {
             .starts_with("unreadable")
     );
 }
+
+fn force_rotation(store: &dyn SecretStore, s: &Settings, now: SystemTime) -> RenewResult {
+    let mut reported = Vec::new();
+    let request = RenewRequest { rotate_ca: true };
+    let outcome = renew_with(store, s, now, request, &mut |w| reported.push(w.clone()));
+    RenewResult { outcome, reported }
+}
+
+struct RenewResult {
+    outcome: Result<RenewOutcome, RenewError>,
+    reported: Vec<Written>,
+}
+
+#[test]
+fn each_write_is_reported_as_it_happens() {
+    let (_dir, store) = store();
+    let s = settings(365);
+    let mut reported = Vec::new();
+    let out = renew_with(&store, &s, t0(), RenewRequest::default(), &mut |w| {
+        // Reported only once stored.
+        assert!(store.read(&w.secret).unwrap().is_some());
+        reported.push(w.clone());
+    })
+    .unwrap();
+    let names: Vec<_> = reported.iter().map(|w| w.secret.clone()).collect();
+    assert_eq!(names, out.written);
+    assert!(reported.iter().all(|w| w.generation == 1));
+}
+
+#[test]
+fn forced_rotation_replaces_a_ca_that_is_not_due() {
+    let (_dir, store) = store();
+    let s = settings(365);
+    renew(&store, &s, t0()).unwrap();
+    let old_ca = read(&store, &s.issuer).get(keys::CA_CRT).unwrap().to_vec();
+
+    let now = t0() + days(1);
+    let run = force_rotation(&store, &s, now);
+    let out = run.outcome.unwrap();
+    assert_eq!(out.generation, 2);
+    assert_eq!(
+        out.written,
+        vec![s.issuer.clone(), s.agent.clone(), s.controller.clone()]
+    );
+    assert!(run.reported.iter().all(|w| w.generation == 2));
+    assert_eq!(expect_valid(&store, &s, now), 2);
+
+    // The order of a rotation: each identity moves to the new CA at once and keeps
+    // trusting the old one for an hour.
+    let new_ca = read(&store, &s.issuer).get(keys::CA_CRT).unwrap().to_vec();
+    assert_ne!(new_ca, old_ca);
+    for secret in [&s.agent, &s.controller] {
+        let id = read(&store, secret);
+        assert!(cert::is_signed_by(id.get(keys::TLS_CRT).unwrap(), &new_ca));
+        assert_eq!(id.get(keys::CA_CRT), Some(new_ca.as_slice()));
+        assert_eq!(id.get(keys::PREVIOUS_CA_CRT), Some(old_ca.as_slice()));
+        assert_eq!(
+            id.get(keys::PREVIOUS_CA_UNTIL),
+            Some(rfc3339(now + TRUST_OVERLAP).as_bytes())
+        );
+    }
+}
+
+#[test]
+fn rerunning_an_interrupted_forced_rotation_finishes_it() {
+    let s = settings(365);
+    for fail_at in 2..=3 {
+        let (_dir, store) = store();
+        renew(&store, &s, t0()).unwrap();
+        let old_ca = read(&store, &s.issuer).get(keys::CA_CRT).unwrap().to_vec();
+        let failing = FailingStore {
+            inner: &store,
+            fail_at,
+            writes: Cell::new(0),
+        };
+        let now = t0() + days(1);
+        force_rotation(&failing, &s, now).outcome.unwrap_err();
+        let started_ca = read(&store, &s.issuer).get(keys::CA_CRT).unwrap().to_vec();
+
+        let out = force_rotation(&store, &s, now).outcome.unwrap();
+        assert_eq!(out.generation, 2, "killed at write {fail_at}");
+        assert!(
+            !out.written.contains(&s.issuer),
+            "killed at write {fail_at}"
+        );
+        assert_eq!(
+            read(&store, &s.issuer).get(keys::CA_CRT),
+            Some(started_ca.as_slice())
+        );
+        expect_valid(&store, &s, now);
+        for secret in [&s.agent, &s.controller] {
+            let id = read(&store, secret);
+            assert_eq!(id.get(keys::PREVIOUS_CA_CRT), Some(old_ca.as_slice()));
+        }
+
+        // Settled again: the next forced rotation is a new one.
+        assert_eq!(
+            force_rotation(&store, &s, now).outcome.unwrap().generation,
+            3
+        );
+    }
+}
+
+#[test]
+fn forced_rotation_on_an_empty_store_bootstraps() {
+    let (_dir, store) = store();
+    let s = settings(365);
+    let out = force_rotation(&store, &s, t0()).outcome.unwrap();
+    assert_eq!(out.generation, 1);
+    assert_eq!(expect_valid(&store, &s, t0()), 1);
+}

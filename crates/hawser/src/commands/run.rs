@@ -114,7 +114,9 @@ where
     let admin_task = tokio::spawn(admin::serve(
         admin_listener,
         AdminState {
-            agent: handle.clone(),
+            agent: Some(handle.clone()),
+            fleet: None,
+            tls: None,
             controller: controller_rx,
             metrics,
         },
@@ -156,7 +158,7 @@ fn path_text(path: &Path) -> anyhow::Result<String> {
 
 /// The generated default certificate is kept in the state directory, so a
 /// restart serves the same one (and renders the same bytes).
-fn default_certificate(state_dir: &Path) -> anyhow::Result<CertificatePem> {
+pub fn default_certificate(state_dir: &Path) -> anyhow::Result<CertificatePem> {
     let path = state_dir.join("default-certificate.pem");
     if let Ok(pem) = std::fs::read(&path)
         && let Ok(cert) = CertificatePem::from_parts(&pem, &pem)

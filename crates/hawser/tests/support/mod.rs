@@ -36,6 +36,7 @@ mod keep_alive;
 mod load;
 mod process;
 mod run;
+mod split;
 mod state_dir;
 
 use std::time::Duration;
@@ -49,6 +50,7 @@ pub use keep_alive::get_on_one_connection;
 pub use load::{Load, LoadReport, LoadTarget};
 pub use process::{Finished, haproxy_binary, hawser_command, run_to_end};
 pub use run::{Run, RunOptions};
+pub use split::{AgentProc, ControllerProc, Pki, copy_dir};
 pub use state_dir::{TreeSnapshot, haproxy_masters};
 
 /// The one timeout of the suite: how long any process may take to become

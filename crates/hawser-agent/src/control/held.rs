@@ -1,0 +1,200 @@
+//! The version the agent holds (the newest accepted by Apply, or the one it
+//! serves after a restart), kept by content digest, so an Apply need only
+//! carry the files the agent lacks.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use hawser_proto::v1;
+use hawser_render::{FileKind, FileSet, Plan};
+
+use crate::tree::digest;
+
+/// What the state reports of a held version.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HeldView {
+    pub generation: u64,
+    pub files: BTreeMap<String, String>,
+    pub plan_digest: String,
+}
+
+/// One accepted version: its files by path and their contents by digest.
+#[derive(Debug, Clone, Default)]
+pub struct Held {
+    pub generation: u64,
+    pub files: BTreeMap<String, String>,
+    pub plan_digest: String,
+    blobs: HashMap<String, Arc<Vec<u8>>>,
+}
+
+/// Why an Apply's content cannot be used; nothing was written.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ContentError {
+    #[error("the agent lacks {} file(s)", .0.len())]
+    Missing(Vec<String>),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Held {
+    pub fn view(&self) -> HeldView {
+        HeldView {
+            generation: self.generation,
+            files: self.files.clone(),
+            plan_digest: self.plan_digest.clone(),
+        }
+    }
+
+    pub fn of(generation: u64, files: &FileSet, plan: &Plan) -> Self {
+        let mut held = Held {
+            generation,
+            ..Held::default()
+        };
+        for (path, file) in files.iter() {
+            let d = digest(&file.content);
+            held.files.insert(path.to_string(), d.clone());
+            held.blobs.insert(d, Arc::new(file.content.clone()));
+        }
+        let plan_json = serde_json::to_vec(plan).unwrap_or_default();
+        held.plan_digest = digest(&plan_json);
+        held.blobs
+            .insert(held.plan_digest.clone(), Arc::new(plan_json));
+        held
+    }
+
+    /// Builds the requested version from the request's blobs and what is
+    /// held; lists every digest neither has.
+    pub fn resolve(
+        &self,
+        request: &v1::ApplyRequest,
+    ) -> Result<(FileSet, Plan, Held), ContentError> {
+        let mut sent: HashMap<&str, &[u8]> = HashMap::new();
+        for blob in &request.blobs {
+            if digest(&blob.content) != blob.digest {
+                return Err(ContentError::Invalid(format!(
+                    "blob {} does not match its digest",
+                    blob.digest
+                )));
+            }
+            sent.insert(blob.digest.as_str(), blob.content.as_slice());
+        }
+        let lookup = |d: &str| -> Option<Arc<Vec<u8>>> {
+            sent.get(d)
+                .map(|c| Arc::new(c.to_vec()))
+                .or_else(|| self.blobs.get(d).cloned())
+        };
+        let mut missing: Vec<String> = Vec::new();
+        let mut next = Held {
+            generation: request.generation,
+            plan_digest: request.plan_digest.clone(),
+            ..Held::default()
+        };
+        let mut files = FileSet::default();
+        for entry in &request.files {
+            let kind = FileKind::from_name(&entry.kind).ok_or_else(|| {
+                ContentError::Invalid(format!(
+                    "{}: unknown file kind {:?}",
+                    entry.path, entry.kind
+                ))
+            })?;
+            match lookup(&entry.digest) {
+                Some(content) => {
+                    files.insert(entry.path.clone(), kind, content.as_slice());
+                    next.blobs.insert(entry.digest.clone(), content);
+                }
+                None if !missing.contains(&entry.digest) => missing.push(entry.digest.clone()),
+                None => {}
+            }
+            next.files.insert(entry.path.clone(), entry.digest.clone());
+        }
+        let plan = match lookup(&request.plan_digest) {
+            Some(json) => {
+                let plan = serde_json::from_slice(&json)
+                    .map_err(|e| ContentError::Invalid(format!("the plan does not parse: {e}")))?;
+                next.blobs.insert(request.plan_digest.clone(), json);
+                Some(plan)
+            }
+            None => {
+                if !missing.contains(&request.plan_digest) {
+                    missing.push(request.plan_digest.clone());
+                }
+                None
+            }
+        };
+        match plan {
+            Some(plan) if missing.is_empty() => Ok((files, plan, next)),
+            _ => Err(ContentError::Missing(missing)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+
+    fn request(held: &Held, files: &FileSet, plan: &Plan, with_blobs: bool) -> v1::ApplyRequest {
+        let next = Held::of(held.generation + 1, files, plan);
+        v1::ApplyRequest {
+            epoch: 1,
+            expected_generation: held.generation,
+            generation: held.generation + 1,
+            files: files
+                .iter()
+                .map(|(path, f)| v1::FileEntry {
+                    path: path.to_string(),
+                    digest: digest(&f.content),
+                    kind: f.kind.name().to_string(),
+                })
+                .collect(),
+            plan_digest: next.plan_digest.clone(),
+            blobs: if with_blobs {
+                next.blobs
+                    .iter()
+                    .filter(|(d, _)| !held.blobs.contains_key(*d))
+                    .map(|(d, c)| v1::Blob {
+                        digest: d.clone(),
+                        content: c.to_vec(),
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            controller: "test".into(),
+        }
+    }
+
+    fn files(map: &str) -> FileSet {
+        let mut files = FileSet::default();
+        files.insert("haproxy.cfg", FileKind::Config, "global\n");
+        files.insert("maps/routes.map", FileKind::Map, map);
+        files
+    }
+
+    #[test]
+    fn only_what_changed_is_needed() {
+        let plan = Plan::default();
+        let held = Held::of(3, &files("a be_a\n"), &plan);
+        let changed = files("b be_b\n");
+        let Err(ContentError::Missing(missing)) =
+            held.resolve(&request(&held, &changed, &plan, false))
+        else {
+            panic!("expected missing files");
+        };
+        assert_eq!(missing, vec![digest(b"b be_b\n")]);
+        let (resolved, _, next) = held
+            .resolve(&request(&held, &changed, &plan, true))
+            .unwrap();
+        assert_eq!(resolved, changed);
+        assert_eq!(next.generation, 4);
+    }
+
+    #[test]
+    fn a_blob_that_lies_about_its_digest_is_refused() {
+        let plan = Plan::default();
+        let held = Held::of(1, &files("a\n"), &plan);
+        let mut req = request(&held, &files("b\n"), &plan, true);
+        req.blobs[0].content = b"tampered".to_vec();
+        assert!(matches!(held.resolve(&req), Err(ContentError::Invalid(_))));
+    }
+}

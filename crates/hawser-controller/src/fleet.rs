@@ -1,0 +1,214 @@
+//! The fleet: every agent gets the newest render, over mutual TLS, with only
+//! the files it lacks.
+//!
+//! ```text
+//!  render cycle ──Snapshot(generation, store)──► watch ──► one link per agent (in parallel)
+//!                                                           │ connect (TLS 1.3, both sides checked)
+//!                                                           │ WatchState ─► what the agent holds
+//!                                                           │ render for the agent's settings (cached per settings)
+//!                                                           │ differs? Apply(epoch, expected, generation, missing blobs)
+//!                                                           ▼
+//!                                                        FleetStatus (per agent: connected, generations, last result, bytes)
+//! ```
+//!
+//! A link re-pushes whenever what the agent reports differs from what it
+//! should run: after a restart, a reconnect, or a drift. When the identity
+//! or trust changes, a link opens a new connection before dropping the old
+//! one (make before break), so a CA rotation never fails a call; the old
+//! connection stays in use only while the peers' per-call trust checks still
+//! accept it.
+
+mod build;
+mod link;
+mod push;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hawser_model::Store;
+use hawser_render::{CertificatePem, RenderConfig};
+use rustls_pki_types::CertificateDer;
+use serde::Serialize;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub use build::Renders;
+
+use crate::local::Deliver;
+
+/// One agent to push to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentTarget {
+    pub addr: SocketAddr,
+}
+
+/// The controller's side of TLS, provided by its caller.
+#[derive(Clone)]
+pub struct ClientTls {
+    pub config: Arc<rustls::ClientConfig>,
+    /// The name every agent certificate must carry (sent as SNI too).
+    pub agent_name: String,
+    /// Changes whenever identity or trust changes; links then reconnect.
+    pub revision: watch::Receiver<String>,
+    /// Re-checks an agent's chain against the trust of the moment.
+    pub recheck: ServerCheck,
+}
+
+/// Re-checks an agent's certificate chain (as presented when the connection
+/// opened) against the trust of the moment; `Err` says why not.
+pub type ServerCheck = Arc<dyn Fn(&[CertificateDer<'static>]) -> Result<(), String> + Send + Sync>;
+
+impl std::fmt::Debug for ClientTls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientTls")
+            .field("agent_name", &self.agent_name)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct FleetConfig {
+    pub agents: Vec<AgentTarget>,
+    pub tls: ClientTls,
+    pub render: RenderConfig,
+    pub default_certificate: CertificatePem,
+    /// This controller's leader epoch; agents refuse lower ones.
+    pub epoch: u64,
+    /// Sent with every Apply, for the agents' logs.
+    pub controller: String,
+    /// How long to wait before retrying an unreachable agent.
+    pub retry: Duration,
+}
+
+/// What the render cycle hands to the fleet.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub generation: u64,
+    pub store: Arc<Store>,
+}
+
+/// One agent, as the controller sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AgentLinkStatus {
+    pub addr: String,
+    pub connected: bool,
+    /// The snapshot generation this agent should run.
+    pub target_generation: Option<u64>,
+    /// What the agent reports holding and serving.
+    pub agent_desired_generation: u64,
+    pub agent_applied_generation: u64,
+    /// It holds and serves exactly the render meant for it.
+    pub converged: bool,
+    pub last_outcome: Option<String>,
+    /// HAProxy's words, or why the agent could not be reached.
+    pub last_error: Option<String>,
+    pub pushes: u64,
+    pub failed_pushes: u64,
+    pub last_push_files: u64,
+    pub last_push_bytes: u64,
+    pub bytes_sent: u64,
+    pub reconnects: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct FleetStatus {
+    pub epoch: u64,
+    pub agents: BTreeMap<String, AgentLinkStatus>,
+}
+
+impl FleetStatus {
+    /// Every agent holds and serves the render of `generation` (or newer).
+    pub fn converged_at(&self, generation: u64) -> bool {
+        self.agents
+            .values()
+            .all(|a| a.converged && a.target_generation.is_some_and(|g| g >= generation))
+    }
+}
+
+/// The running fleet; dropping it stops nothing, `stop` does.
+#[derive(Debug)]
+pub struct Fleet {
+    snapshots: Arc<watch::Sender<Option<Arc<Snapshot>>>>,
+    status: watch::Receiver<FleetStatus>,
+    links: Vec<JoinHandle<()>>,
+    stop: watch::Sender<bool>,
+}
+
+impl Fleet {
+    pub fn start(config: FleetConfig) -> Result<Fleet, hawser_render::RenderError> {
+        let renders = Arc::new(Renders::new(
+            config.render.clone(),
+            config.default_certificate.clone(),
+        )?);
+        let (snapshots, snapshots_rx) = watch::channel(None);
+        let initial = FleetStatus {
+            epoch: config.epoch,
+            agents: config
+                .agents
+                .iter()
+                .map(|a| {
+                    let status = AgentLinkStatus {
+                        addr: a.addr.to_string(),
+                        ..AgentLinkStatus::default()
+                    };
+                    (a.addr.to_string(), status)
+                })
+                .collect(),
+        };
+        let (status_tx, status) = watch::channel(initial);
+        let status_tx = Arc::new(status_tx);
+        let (stop, stop_rx) = watch::channel(false);
+        let links = config
+            .agents
+            .iter()
+            .map(|target| {
+                let link = link::Link {
+                    target: target.clone(),
+                    key: target.addr.to_string(),
+                    config: config.clone(),
+                    renders: Arc::clone(&renders),
+                    snapshots: snapshots_rx.clone(),
+                    status: Arc::clone(&status_tx),
+                };
+                tokio::spawn(link.run(stop_rx.clone()))
+            })
+            .collect();
+        Ok(Fleet {
+            snapshots: Arc::new(snapshots),
+            status,
+            links,
+            stop,
+        })
+    }
+
+    pub fn status(&self) -> watch::Receiver<FleetStatus> {
+        self.status.clone()
+    }
+
+    /// Where the render cycle delivers.
+    pub fn sink(&self) -> FleetSink {
+        FleetSink(Arc::clone(&self.snapshots))
+    }
+
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        for link in self.links {
+            let _ = link.await;
+        }
+    }
+}
+
+/// Delivers each render cycle's store to every link.
+#[derive(Debug, Clone)]
+pub struct FleetSink(Arc<watch::Sender<Option<Arc<Snapshot>>>>);
+
+impl Deliver for FleetSink {
+    fn deliver(&self, generation: u64, store: &Arc<Store>, _rendered: &hawser_render::Rendered) {
+        self.0.send_replace(Some(Arc::new(Snapshot {
+            generation,
+            store: Arc::clone(store),
+        })));
+    }
+}

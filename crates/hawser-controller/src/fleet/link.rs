@@ -1,0 +1,297 @@
+//! One agent's link: keep a trusted connection, follow its state, push
+//! whenever it does not hold the render meant for it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hawser_proto::transport::{self, Connection, error_chain};
+use hawser_proto::v1;
+use hawser_proto::v1::agent_client::AgentClient;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_stream::StreamExt as _;
+use tonic::transport::Channel;
+use tracing::{debug, info, warn};
+
+use super::build::Renders;
+use super::push::{Sent, push};
+use super::{AgentLinkStatus, AgentTarget, FleetConfig, FleetStatus, Snapshot};
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub struct Link {
+    pub target: AgentTarget,
+    pub key: String,
+    pub config: FleetConfig,
+    pub renders: Arc<Renders>,
+    pub snapshots: watch::Receiver<Option<Arc<Snapshot>>>,
+    pub status: Arc<watch::Sender<FleetStatus>>,
+}
+
+/// An open, trusted connection and the agent's state as it streams in.
+struct Live {
+    connection: Connection,
+    client: AgentClient<Channel>,
+    /// The TLS revision it was opened under.
+    revision: String,
+    state: watch::Receiver<v1::State>,
+    reader: JoinHandle<()>,
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl Link {
+    pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
+        let mut live: Option<Live> = None;
+        let mut tls_revision = self.config.tls.revision.clone();
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            self.upkeep(&mut live).await;
+            if let Some(open) = live.as_mut()
+                && !self.reconcile(open).await
+            {
+                live = None;
+                self.update(|a| a.connected = false);
+            }
+            let state_changed = async {
+                match live.as_mut() {
+                    Some(open) => {
+                        let _ = open.state.changed().await;
+                    }
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = stop.changed() => return,
+                _ = self.snapshots.changed() => {}
+                _ = tls_revision.changed() => {}
+                () = state_changed => {}
+                () = tokio::time::sleep(self.config.retry) => {}
+            }
+        }
+    }
+
+    /// Keeps one trusted connection: opens one when there is none, when the
+    /// open one fails the trust of the moment, or when identity or trust
+    /// changed (then the old one is kept until a new one succeeds).
+    async fn upkeep(&self, live: &mut Option<Live>) {
+        let revision = self.config.tls.revision.borrow().clone();
+        let usable = live.as_ref().and_then(|open| {
+            if open.reader.is_finished() {
+                return None;
+            }
+            match (self.config.tls.recheck)(&open.connection.peer.get()) {
+                Ok(()) => Some(open.revision == revision),
+                Err(reason) => {
+                    warn!(agent = %self.key, "dropping the connection: {reason}");
+                    None
+                }
+            }
+        });
+        if usable == Some(true) {
+            return;
+        }
+        match self.open(revision).await {
+            Ok(open) => {
+                let reconnect = live.is_some();
+                *live = Some(open);
+                info!(agent = %self.key, "connected");
+                self.update(|a| {
+                    a.connected = true;
+                    a.last_error = None;
+                    if reconnect {
+                        a.reconnects += 1;
+                    }
+                });
+            }
+            Err(error) if usable.is_some() => {
+                // Make before break: the open connection is still trusted by both sides.
+                debug!(agent = %self.key, "new connection refused, keeping the open one: {error}");
+            }
+            Err(error) => {
+                *live = None;
+                // Logged once per distinct error, not on every retry.
+                if self
+                    .status
+                    .borrow()
+                    .agents
+                    .get(&self.key)
+                    .and_then(|a| a.last_error.as_ref())
+                    != Some(&error)
+                {
+                    warn!(agent = %self.key, "{error}");
+                }
+                self.update(|a| {
+                    a.connected = false;
+                    a.last_error = Some(error.clone());
+                });
+            }
+        }
+    }
+
+    async fn open(&self, revision: String) -> Result<Live, String> {
+        let tls = &self.config.tls;
+        let connection = transport::connect(
+            self.target.addr,
+            &tls.agent_name,
+            Arc::clone(&tls.config),
+            CONNECT_TIMEOUT,
+        )
+        .await
+        .map_err(|e| format!("cannot reach agent {}: {}", self.key, error_chain(&e)))?;
+        let mut client = AgentClient::new(connection.channel.clone())
+            .max_decoding_message_size(hawser_proto::MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(hawser_proto::MAX_MESSAGE_BYTES);
+        let refused = |e: tonic::Status| {
+            format!(
+                "agent {} refused the connection: {} (the agent's log says why)",
+                self.key,
+                error_chain(&e)
+            )
+        };
+        let mut stream =
+            tokio::time::timeout(CONNECT_TIMEOUT, client.watch_state(v1::StateRequest {}))
+                .await
+                .map_err(|_| format!("agent {} did not answer", self.key))?
+                .map_err(refused)?
+                .into_inner();
+        let first = tokio::time::timeout(CONNECT_TIMEOUT, stream.next())
+            .await
+            .map_err(|_| format!("agent {} sent no state", self.key))?
+            .ok_or_else(|| format!("agent {} closed the state stream", self.key))?
+            .map_err(refused)?;
+        let (state_tx, state) = watch::channel(first);
+        let key = self.key.clone();
+        let reader = tokio::spawn(async move {
+            while let Some(next) = stream.next().await {
+                match next {
+                    Ok(state) => {
+                        state_tx.send_replace(state);
+                    }
+                    Err(e) => {
+                        warn!(agent = %key, "state stream ended: {}", e.message());
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(Live {
+            connection,
+            client,
+            revision,
+            state,
+            reader,
+        })
+    }
+
+    /// Pushes when the agent does not hold its render; `false` when the
+    /// connection must be dropped.
+    async fn reconcile(&self, live: &mut Live) -> bool {
+        let Some(snapshot) = self.snapshots.borrow().clone() else {
+            return true;
+        };
+        let state = live.state.borrow_and_update().clone();
+        let settings: BTreeMap<String, String> =
+            state.render_settings.clone().into_iter().collect();
+        let built = match self.renders.build(&snapshot, &settings) {
+            Ok(built) => built,
+            Err(error) => {
+                self.update(|a| a.last_error = Some(error.clone()));
+                return true;
+            }
+        };
+        let held = built.held_by(&state);
+        let epoch = self.config.epoch;
+        self.update(|a| {
+            a.connected = true;
+            a.target_generation = Some(built.generation);
+            a.agent_desired_generation = state.desired_generation;
+            a.agent_applied_generation = state.applied_generation;
+            a.converged = held && state.applied_generation == state.desired_generation;
+            a.last_outcome = state
+                .last_result
+                .as_ref()
+                .map(|r| r.outcome().label().to_string());
+            if held {
+                a.last_error = (!state.last_error.is_empty()).then(|| state.last_error.clone());
+            }
+            if state.epoch > epoch {
+                a.last_error = Some(format!(
+                    "the agent follows leader epoch {} (ours is {epoch}): another controller leads",
+                    state.epoch
+                ));
+            }
+        });
+        if held || state.epoch > epoch {
+            return true;
+        }
+        if let Err(reason) = (self.config.tls.recheck)(&live.connection.peer.get()) {
+            warn!(agent = %self.key, "not pushing: {reason}");
+            return false;
+        }
+        match push(
+            &mut live.client,
+            &state,
+            &built,
+            epoch,
+            &self.config.controller,
+        )
+        .await
+        {
+            Ok((response, sent)) => {
+                self.record(&response, sent);
+                true
+            }
+            Err(status) => {
+                let error = format!("push to agent {} failed: {}", self.key, status.message());
+                warn!("{error}");
+                self.update(|a| {
+                    a.failed_pushes += 1;
+                    a.last_error = Some(error.clone());
+                });
+                status.code() != tonic::Code::Unauthenticated
+                    && status.code() != tonic::Code::Unavailable
+            }
+        }
+    }
+
+    fn record(&self, response: &v1::ApplyResponse, sent: Sent) {
+        let result = response.result.clone().unwrap_or_default();
+        let outcome = result.outcome();
+        info!(
+            agent = %self.key,
+            generation = result.generation,
+            files = sent.files,
+            bytes = sent.bytes,
+            "pushed: {}",
+            outcome.label()
+        );
+        self.update(|a| {
+            a.pushes += 1;
+            a.last_push_files = sent.files;
+            a.last_push_bytes = sent.bytes;
+            a.bytes_sent += sent.bytes;
+            a.last_outcome = Some(outcome.label().to_string());
+            a.last_error = match outcome {
+                v1::Outcome::Runtime
+                | v1::Outcome::Reload
+                | v1::Outcome::NoOp
+                | v1::Outcome::Scheduled => None,
+                _ => Some(result.message.clone()),
+            };
+        });
+    }
+
+    fn update(&self, change: impl FnOnce(&mut AgentLinkStatus)) {
+        self.status.send_modify(|s| {
+            change(s.agents.entry(self.key.clone()).or_default());
+        });
+    }
+}

@@ -1,0 +1,212 @@
+//! `hawser agent`: beside HAProxy, serving the controller over mutual TLS
+//! 1.3, and liveness/state over a local Unix socket that needs no
+//! certificate.
+
+mod local;
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::Context as _;
+use hawser_agent::control::{ControlConfig, ControlService, PeerCheck};
+use hawser_agent::{Agent, AgentConfig, AgentPaths, HaproxyMode, TreeStore};
+use hawser_haproxy::HaproxyBinary;
+use hawser_pki::Role;
+use hawser_pki::tls::{server_config, verify_client_chain, watch_dir};
+use hawser_proto::transport;
+use hawser_render::AGENT_SETTINGS;
+use tokio::net::TcpListener;
+use tracing::info;
+
+use super::UsageError;
+use crate::cli::{AgentArgs, AgentCommand, AgentServeArgs};
+
+/// How often the tls directory is re-read even without a change event.
+const TLS_POLL: Duration = Duration::from_secs(5);
+/// How long an Apply waits for its outcome before answering `scheduled`.
+const APPLY_WAIT: Duration = Duration::from_secs(30);
+
+pub async fn run(args: &AgentArgs) -> anyhow::Result<ExitCode> {
+    match &args.command {
+        Some(AgentCommand::Health(local)) => {
+            let reply = local::ask(&local::socket_path(&local.state_dir), "health").await?;
+            print!("{reply}");
+            Ok(if reply.starts_with("ok") {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Some(AgentCommand::State(local)) => {
+            print!(
+                "{}",
+                local::ask(&local::socket_path(&local.state_dir), "state").await?
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        None => serve(&args.serve).await.map(|()| ExitCode::SUCCESS),
+    }
+}
+
+async fn serve(args: &AgentServeArgs) -> anyhow::Result<()> {
+    let (Some(listen), Some(tls_dir)) = (args.listen, args.tls_dir.as_ref()) else {
+        return Err(UsageError(anyhow::anyhow!("--listen and --tls-dir are required")).into());
+    };
+    std::fs::create_dir_all(&args.state_dir)
+        .with_context(|| format!("cannot create --state-dir {}", args.state_dir.display()))?;
+    let state_dir = args.state_dir.canonicalize()?;
+    let paths = AgentPaths::new(&state_dir);
+    let render_settings = render_settings(args, &paths)?;
+
+    // Certificates are not needed to run: without valid ones, management
+    // calls are refused and HAProxy keeps serving.
+    let (material, _tls_watch) = watch_dir(tls_dir, Role::Agent, TLS_POLL);
+
+    let haproxy = HaproxyBinary::locate()?;
+    let version = haproxy.version().to_string();
+    let mut config = AgentConfig::new(paths.clone(), haproxy);
+    config.mode = if args.spawn_haproxy {
+        HaproxyMode::Spawn
+    } else {
+        HaproxyMode::Attach
+    };
+    config.health = args
+        .health_port
+        .map(|port| SocketAddr::new(probe_ip(&render_settings), port));
+    config.min_reload_interval = Duration::from_millis(args.min_reload_interval_ms);
+    config.drift_interval = Duration::from_secs(args.drift_interval_secs);
+    let listener = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("cannot listen on --listen {listen}"))?;
+    let agent = Agent::start(config).await?;
+    let handle = agent.handle();
+
+    let controller_name = args.controller_name.clone();
+    let trusted = material.clone();
+    let peer_check: PeerCheck = Arc::new(move |chain| {
+        let current = trusted
+            .current()
+            .ok_or("the agent has no valid tls material; management calls are refused")?;
+        let chain = chain.ok_or("no client certificate")?;
+        verify_client_chain(&current, chain, &controller_name, SystemTime::now())
+            .map_err(|e| e.to_string())
+    });
+    let control = ControlService::new(
+        handle.clone(),
+        &TreeStore::open(paths.tree())?,
+        version,
+        ControlConfig {
+            agent: args.agent_name.clone(),
+            render_settings,
+            epoch_file: state_dir.join("epoch"),
+            apply_wait: APPLY_WAIT,
+            peer_check,
+        },
+    );
+
+    let health_status = handle.status();
+    let state_status = handle.status();
+    let state_control = control.clone();
+    let state_tls = material.clone();
+    let _local = local::serve(
+        &local::socket_path(&state_dir),
+        Arc::new(move || {
+            let s = health_status.borrow();
+            format!(
+                "phase={} applied={}",
+                serde_json::to_value(s.phase)
+                    .unwrap_or_default()
+                    .as_str()
+                    .unwrap_or(""),
+                s.applied_generation.unwrap_or(0)
+            )
+        }),
+        Arc::new(move || {
+            let control = state_control.state();
+            serde_json::json!({
+                "agent": control.agent,
+                "instance": control.instance,
+                "epoch": control.epoch,
+                "desiredGeneration": control.desired_generation,
+                "appliedGeneration": control.applied_generation,
+                "planDigest": control.plan_digest,
+                "files": control.files.len(),
+                "haproxyVersion": control.haproxy_version,
+                "reloadPending": control.reload_pending,
+                "status": *state_status.borrow(),
+                "tls": state_tls.status(),
+            })
+        }),
+    )?;
+
+    info!(
+        "hawser agent {}: control on {listen} (mutual TLS 1.3), state {}, tls {}",
+        args.agent_name,
+        state_dir.display(),
+        tls_dir.display()
+    );
+    let server = tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(Duration::from_secs(20)))
+        .add_service(control.into_server())
+        .serve_with_incoming_shutdown(
+            transport::incoming(
+                listener,
+                server_config(material, args.controller_name.clone()),
+            ),
+            super::shutdown_signal(),
+        );
+    let result = server.await.context("the control server failed");
+    info!("stopping");
+    agent.shutdown().await?;
+    result
+}
+
+/// What the controller must render for this agent: its own socket paths,
+/// its health port, and the `--set` overrides.
+fn render_settings(
+    args: &AgentServeArgs,
+    paths: &AgentPaths,
+) -> anyhow::Result<BTreeMap<String, String>> {
+    let text = |p: std::path::PathBuf| {
+        p.to_str()
+            .map(str::to_string)
+            .with_context(|| format!("{} is not UTF-8", p.display()))
+    };
+    let mut settings = BTreeMap::new();
+    settings.insert("runtimeSocket".to_string(), text(paths.runtime_socket())?);
+    settings.insert(
+        "serverStateFile".to_string(),
+        text(paths.server_state_file())?,
+    );
+    if let Some(port) = args.health_port {
+        settings.insert("healthPort".to_string(), port.to_string());
+    }
+    for pair in &args.settings {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(UsageError(anyhow::anyhow!("--set {pair:?}: expected KEY=VALUE")).into());
+        };
+        if !AGENT_SETTINGS.contains(&key) || key == "runtimeSocket" || key == "serverStateFile" {
+            return Err(UsageError(anyhow::anyhow!(
+                "--set {key}: not a setting an agent may set (bindAddress, httpPort, httpsPort, healthPort)"
+            ))
+            .into());
+        }
+        let mut check = hawser_render::Settings::default();
+        check
+            .set_agent_setting(key, value)
+            .map_err(|e| UsageError(anyhow::anyhow!("--set {e}")))?;
+        settings.insert(key.to_string(), value.to_string());
+    }
+    Ok(settings)
+}
+
+fn probe_ip(settings: &BTreeMap<String, String>) -> IpAddr {
+    settings
+        .get("bindAddress")
+        .and_then(|a| a.parse::<IpAddr>().ok())
+        .filter(|ip| !ip.is_unspecified())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+}

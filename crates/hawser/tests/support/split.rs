@@ -1,0 +1,360 @@
+//! Split mode as processes: `hawser certs` for a PKI directory, `hawser
+//! agent --spawn-haproxy` per agent (each with its own HAProxy on its own
+//! ports), and `hawser controller` pushing to them.
+
+use std::fs;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::TIMEOUT;
+use super::haproxy::{listen_address, two_free_ports};
+use super::http::{self, Response};
+use super::process::{ChildGuard, Finished, hawser_command, run_to_end};
+
+/// A Secret-shaped certificate store made by `hawser certs bootstrap`.
+#[derive(Debug)]
+pub struct Pki {
+    dir: tempfile::TempDir,
+}
+
+impl Pki {
+    pub fn bootstrap() -> Pki {
+        let dir = tempfile::Builder::new()
+            .prefix("hawser-e2e-pki-")
+            .tempdir()
+            .expect("pki directory");
+        let pki = Pki { dir };
+        let done = pki.certs(&["bootstrap"]);
+        assert!(
+            done.status.success(),
+            "certs bootstrap: {}",
+            done.describe()
+        );
+        pki
+    }
+
+    /// Runs `hawser certs <args> --store <this>`.
+    pub fn certs(&self, args: &[&str]) -> Finished {
+        let mut command = hawser_command(["certs"]);
+        command.args(args).arg("--store").arg(self.store());
+        run_to_end(&mut command)
+    }
+
+    pub fn store(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The agents' identity Secret (a tls directory).
+    pub fn agent_dir(&self) -> PathBuf {
+        self.store().join("hawser-agent-identity")
+    }
+
+    /// The controller's identity Secret (a tls directory).
+    pub fn controller_dir(&self) -> PathBuf {
+        self.store().join("hawser-controller-identity")
+    }
+
+    /// A copy of the controller's identity in a plain directory, for tests
+    /// that alter it.
+    pub fn copy_controller_dir(&self, name: &str) -> PathBuf {
+        copy_dir(
+            &self.controller_dir(),
+            &self.store().join(format!("test-{name}")),
+        )
+    }
+
+    pub fn read(&self, secret: &str, key: &str) -> Vec<u8> {
+        fs::read(self.store().join(secret).join(key)).expect("secret key")
+    }
+}
+
+/// Copies the files of `from` (following its symlink) into a new `to`.
+pub fn copy_dir(from: &Path, to: &Path) -> PathBuf {
+    fs::create_dir_all(to).expect("create tls copy");
+    for entry in fs::read_dir(from).expect("read tls dir") {
+        let entry = entry.expect("entry");
+        if entry.path().is_file() {
+            fs::copy(entry.path(), to.join(entry.file_name())).expect("copy");
+        }
+    }
+    to.to_path_buf()
+}
+
+/// `hawser agent --spawn-haproxy` with HAProxy on ports of its own.
+#[derive(Debug)]
+pub struct AgentProc {
+    pub listen: SocketAddr,
+    pub http: SocketAddr,
+    pub health_port: u16,
+    https_port: u16,
+    tls_dir: PathBuf,
+    state: tempfile::TempDir,
+    extra_args: Vec<String>,
+    process: Option<ChildGuard>,
+}
+
+impl AgentProc {
+    pub fn start(tls_dir: &Path) -> AgentProc {
+        AgentProc::start_with(tls_dir, &[])
+    }
+
+    pub fn start_with(tls_dir: &Path, args: &[&str]) -> AgentProc {
+        let ip = listen_address();
+        let (listen, http) = two_free_ports(ip);
+        let (https, health) = two_free_ports(ip);
+        let state = tempfile::Builder::new()
+            .prefix("hawser-e2e-agent-")
+            .tempdir()
+            .expect("agent state");
+        let mut agent = AgentProc {
+            listen: SocketAddr::from((ip, listen)),
+            http: SocketAddr::from((ip, http)),
+            health_port: health,
+            https_port: https,
+            tls_dir: tls_dir.to_path_buf(),
+            state,
+            extra_args: args.iter().map(ToString::to_string).collect(),
+            process: None,
+        };
+        agent.spawn();
+        agent
+    }
+
+    /// Starts (again) on the same state directory: HAProxy is adopted.
+    pub fn spawn(&mut self) {
+        let mut command: Command = hawser_command(["agent"]);
+        if !self
+            .extra_args
+            .iter()
+            .any(|a| a == "--min-reload-interval-ms")
+        {
+            command.args(["--min-reload-interval-ms", "100"]);
+        }
+        command
+            .arg("--listen")
+            .arg(self.listen.to_string())
+            .arg("--tls-dir")
+            .arg(&self.tls_dir)
+            .arg("--state-dir")
+            .arg(self.state_dir())
+            .arg("--spawn-haproxy")
+            .arg("--health-port")
+            .arg(self.health_port.to_string())
+            .arg("--set")
+            .arg(format!("bindAddress={}", self.http.ip()))
+            .arg("--set")
+            .arg(format!("httpPort={}", self.http.port()))
+            .arg("--set")
+            .arg(format!("httpsPort={}", self.https_port))
+            .args(&self.extra_args)
+            .env("HAWSER_LOG", "info");
+        self.process = Some(ChildGuard::spawn("hawser agent", &mut command));
+    }
+
+    /// `kill -9` of the agent alone: its HAProxy lives on.
+    pub fn kill9(&mut self) {
+        self.process = None;
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.state.path().join("state")
+    }
+
+    pub fn output(&self) -> String {
+        self.process
+            .as_ref()
+            .map(ChildGuard::output)
+            .unwrap_or_default()
+    }
+
+    /// `hawser agent health`: its exit status and what it printed.
+    pub fn health(&self) -> Finished {
+        let mut command = hawser_command(["agent", "health"]);
+        command.arg("--state-dir").arg(self.state_dir());
+        run_to_end(&mut command)
+    }
+
+    pub fn expect_alive(&self) {
+        let health = self.health();
+        assert!(
+            health.status.success() && health.stdout.starts_with("ok"),
+            "hawser agent health: {}\n{}",
+            health.describe(),
+            self.output()
+        );
+    }
+
+    /// `hawser agent state`, parsed.
+    pub fn state(&self) -> Value {
+        let mut command = hawser_command(["agent", "state"]);
+        command.arg("--state-dir").arg(self.state_dir());
+        let done = run_to_end(&mut command);
+        assert!(
+            done.status.success(),
+            "hawser agent state: {}",
+            done.describe()
+        );
+        serde_json::from_str(&done.stdout).expect("agent state is JSON")
+    }
+
+    /// Waits until the local socket answers.
+    pub async fn wait_alive(&self) {
+        let deadline = Instant::now() + TIMEOUT;
+        while !self.health().status.success() {
+            assert!(
+                Instant::now() < deadline,
+                "the agent never answered on its local socket\n{}",
+                self.output()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// A file of the version HAProxy serves.
+    pub fn served_file(&self, path: &str) -> Vec<u8> {
+        fs::read(self.state_dir().join("tree/current").join(path)).expect("served file")
+    }
+
+    pub async fn get(&self, host: &str, target: &str) -> Response {
+        http::http1_get(self.http, host, target)
+            .await
+            .unwrap_or_else(|e| panic!("GET http://{host}{target}: {e}\n{}", self.output()))
+    }
+
+    /// Waits until `target` on `host` answers `status` through this agent's HAProxy.
+    pub async fn expect_status_eventually(&self, host: &str, target: &str, status: u16) {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Ok(response) = http::http1_get(self.http, host, target).await
+                && response.status == status
+            {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "GET {target} with Host {host:?} never answered {status}\n{}",
+                self.output()
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+}
+
+/// `hawser controller` over a manifests directory, pushing to agents.
+#[derive(Debug)]
+pub struct ControllerProc {
+    pub admin: SocketAddr,
+    manifests: PathBuf,
+    state: tempfile::TempDir,
+    process: ChildGuard,
+}
+
+impl ControllerProc {
+    pub fn start(manifests: &Path, agents: &[&AgentProc], tls_dir: &Path, args: &[&str]) -> Self {
+        let ip = listen_address();
+        let admin = SocketAddr::from((ip, two_free_ports(ip).0));
+        let state = tempfile::Builder::new()
+            .prefix("hawser-e2e-controller-")
+            .tempdir()
+            .expect("controller state");
+        let mut command = hawser_command(["controller"]);
+        command
+            .arg("--manifests")
+            .arg(manifests)
+            .arg("--tls-dir")
+            .arg(tls_dir)
+            .arg("--state-dir")
+            .arg(state.path())
+            .arg("--admin")
+            .arg(admin.to_string())
+            .args(args)
+            .env("HAWSER_LOG", "info");
+        for agent in agents {
+            command.arg("--agent").arg(agent.listen.to_string());
+        }
+        ControllerProc {
+            admin,
+            manifests: manifests.to_path_buf(),
+            state,
+            process: ChildGuard::spawn("hawser controller", &mut command),
+        }
+    }
+
+    pub fn output(&self) -> String {
+        self.process.output()
+    }
+
+    pub async fn status(&self) -> Value {
+        let response = http::http1_get(self.admin, "hawser", "/status")
+            .await
+            .unwrap_or_else(|e| panic!("GET /status: {e}\n{}", self.output()));
+        serde_json::from_slice(&response.body).expect("/status is JSON")
+    }
+
+    /// Waits until `/status` satisfies `check`; returns it.
+    pub async fn wait_for_status(&self, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Ok(response) = http::http1_get(self.admin, "hawser", "/status").await
+                && let Ok(status) = serde_json::from_slice::<Value>(&response.body)
+            {
+                if check(&status) {
+                    return status;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "/status never showed {what}: {status:#}\n{}",
+                    self.output()
+                );
+            } else {
+                assert!(
+                    Instant::now() < deadline,
+                    "/status never answered while waiting for {what}\n{}",
+                    self.output()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    /// Waits until every agent holds and serves the newest render; returns
+    /// the status.
+    pub async fn wait_converged(&self) -> Value {
+        self.wait_for_status("every agent converged on the newest render", |s| {
+            let generation = &s["controller"]["generation"];
+            !generation.is_null()
+                && s["fleet"]["agents"].as_object().is_some_and(|agents| {
+                    agents.values().all(|a| {
+                        a["converged"] == true
+                            && a["target_generation"].as_u64() >= generation.as_u64()
+                    })
+                })
+        })
+        .await
+    }
+
+    /// One agent's entry in `/status`.
+    pub fn agent<'a>(status: &'a Value, agent: &AgentProc) -> &'a Value {
+        &status["fleet"]["agents"][agent.listen.to_string()]
+    }
+
+    /// Writes a manifest file (the controller watches the directory).
+    pub fn write_manifest(&self, name: &str, content: &str) {
+        let path = self.manifests.join(name);
+        let tmp = self.manifests.join(format!(".{name}.tmp"));
+        fs::write(&tmp, content).expect("write manifest");
+        fs::rename(&tmp, &path).expect("rename manifest");
+    }
+
+    pub fn read_manifest(&self, name: &str) -> String {
+        fs::read_to_string(self.manifests.join(name)).expect("read manifest")
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        self.state.path()
+    }
+}
