@@ -164,6 +164,27 @@ impl PeerVerifier {
             .signature_verification_algorithms
             .supported_schemes()
     }
+
+    /// Handshake signatures are checked the same way for both roles.
+    fn signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+        check: fn(
+            &[u8],
+            &CertificateDer<'_>,
+            &DigitallySignedStruct,
+            &rustls::crypto::WebPkiSupportedAlgorithms,
+        ) -> Result<HandshakeSignatureValid, rustls::Error>,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        check(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
 }
 
 /// A [`PeerError`] carried through rustls, which shows it with `{:?}`: so `Debug` prints
@@ -214,12 +235,7 @@ impl ClientCertVerifier for PeerVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        self.signature(message, cert, dss, verify_tls12_signature)
     }
 
     fn verify_tls13_signature(
@@ -228,12 +244,7 @@ impl ClientCertVerifier for PeerVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        self.signature(message, cert, dss, verify_tls13_signature)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -261,12 +272,7 @@ impl ServerCertVerifier for PeerVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        self.signature(message, cert, dss, verify_tls12_signature)
     }
 
     fn verify_tls13_signature(
@@ -275,12 +281,7 @@ impl ServerCertVerifier for PeerVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
+        self.signature(message, cert, dss, verify_tls13_signature)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
