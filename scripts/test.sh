@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 HAWSER_HAPROXY="$(scripts/install-haproxy.sh)"
 export HAWSER_HAPROXY
 
+scripts/test-chart.sh   # the Helm chart: lint, render, Kubernetes schemas, its promises
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy (warnings denied)"

@@ -11,6 +11,12 @@
 //!                                                        FleetStatus (per agent: connected, generations, last result, bytes)
 //! ```
 //!
+//! The membership is dynamic: `--agent` addresses at start, then whatever
+//! [`Fleet::set_agents`] (or the discovery list [`Fleet::follow_agents`]
+//! follows) says. A new agent's link starts at once and pushes the newest
+//! snapshot as soon as it connects; a departed agent's link stops and its
+//! entry leaves [`FleetStatus`].
+//!
 //! A link re-pushes whenever what the agent reports differs from what it
 //! should run: after a restart, a reconnect, or a drift. When the identity
 //! or trust changes, a link opens a new connection before dropping the old
@@ -20,11 +26,14 @@
 
 mod build;
 mod link;
+mod members;
 mod push;
+#[cfg(test)]
+mod tests;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use hawser_model::Store;
@@ -36,10 +45,12 @@ use tokio::task::JoinHandle;
 
 pub use build::Renders;
 
+use self::members::Members;
+
 use crate::local::Deliver;
 
 /// One agent to push to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct AgentTarget {
     pub addr: SocketAddr,
 }
@@ -70,6 +81,7 @@ impl std::fmt::Debug for ClientTls {
 
 #[derive(Debug, Clone)]
 pub struct FleetConfig {
+    /// The agents at start (`--agent`); discovery changes them later.
     pub agents: Vec<AgentTarget>,
     pub tls: ClientTls,
     pub render: RenderConfig,
@@ -132,53 +144,39 @@ impl FleetStatus {
 pub struct Fleet {
     snapshots: Arc<watch::Sender<Option<Arc<Snapshot>>>>,
     status: watch::Receiver<FleetStatus>,
-    links: Vec<JoinHandle<()>>,
+    members: Arc<Members>,
+    followers: Mutex<Vec<JoinHandle<()>>>,
     stop: watch::Sender<bool>,
 }
 
 impl Fleet {
+    /// Starts a link to each of `config.agents`; [`Fleet::set_agents`] and
+    /// [`Fleet::follow_agents`] change the membership later.
     pub fn start(config: FleetConfig) -> Result<Fleet, hawser_render::RenderError> {
         let renders = Arc::new(Renders::new(
             config.render.clone(),
             config.default_certificate.clone(),
         )?);
         let (snapshots, snapshots_rx) = watch::channel(None);
-        let initial = FleetStatus {
+        let (status_tx, status) = watch::channel(FleetStatus {
             epoch: config.epoch,
-            agents: config
-                .agents
-                .iter()
-                .map(|a| {
-                    let status = AgentLinkStatus {
-                        addr: a.addr.to_string(),
-                        ..AgentLinkStatus::default()
-                    };
-                    (a.addr.to_string(), status)
-                })
-                .collect(),
-        };
-        let (status_tx, status) = watch::channel(initial);
-        let status_tx = Arc::new(status_tx);
+            agents: BTreeMap::new(),
+        });
         let (stop, stop_rx) = watch::channel(false);
-        let links = config
-            .agents
-            .iter()
-            .map(|target| {
-                let link = link::Link {
-                    target: target.clone(),
-                    key: target.addr.to_string(),
-                    config: config.clone(),
-                    renders: Arc::clone(&renders),
-                    snapshots: snapshots_rx.clone(),
-                    status: Arc::clone(&status_tx),
-                };
-                tokio::spawn(link.run(stop_rx.clone()))
-            })
-            .collect();
+        let agents = config.agents.clone();
+        let members = Arc::new(Members::new(
+            config,
+            renders,
+            snapshots_rx,
+            Arc::new(status_tx),
+            stop_rx,
+        ));
+        members.set(&agents);
         Ok(Fleet {
             snapshots: Arc::new(snapshots),
             status,
-            links,
+            members,
+            followers: Mutex::default(),
             stop,
         })
     }
@@ -192,9 +190,44 @@ impl Fleet {
         FleetSink(Arc::clone(&self.snapshots))
     }
 
+    /// Makes `agents` the fleet: links to new agents start at once (and
+    /// push the newest snapshot as soon as they connect); links to agents
+    /// no longer listed stop and leave [`FleetStatus`].
+    pub fn set_agents(&self, agents: &[AgentTarget]) {
+        self.members.set(agents);
+    }
+
+    /// Keeps the membership equal to the newest list on `targets` (agent
+    /// discovery), until the fleet stops or the sender is dropped.
+    pub fn follow_agents(&self, mut targets: watch::Receiver<Vec<AgentTarget>>) {
+        let members = Arc::clone(&self.members);
+        let mut stop = self.stop.subscribe();
+        let follower = tokio::spawn(async move {
+            loop {
+                let agents = targets.borrow_and_update().clone();
+                members.set(&agents);
+                tokio::select! {
+                    changed = targets.changed() => if changed.is_err() { return },
+                    _ = stop.changed() => return,
+                }
+            }
+        });
+        self.followers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(follower);
+    }
+
     pub async fn stop(self) {
         let _ = self.stop.send(true);
-        for link in self.links {
+        for follower in self
+            .followers
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            let _ = follower.await;
+        }
+        for link in self.members.take() {
             let _ = link.await;
         }
     }

@@ -14,10 +14,12 @@
 pub mod admin;
 pub mod fleet;
 pub mod gate;
+pub mod kube;
 pub mod local;
 pub mod manifests;
 pub mod metrics;
 mod tree;
+pub mod webhook;
 
 pub use manifests::{ManifestError, ManifestSet, Problem, ProblemKind, load_dir};
 pub use tree::write_tree;

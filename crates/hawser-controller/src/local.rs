@@ -3,11 +3,13 @@
 //! differs from the last one.
 //!
 //! ```text
-//!  notify events ──debounce──► load_dir ──► render ──► changed? ──► sink.deliver(generation)
-//!                                                                  (the in-process agent, or the fleet)
-//!                                 │            │
-//!                           problems      diagnostics ──► ControllerStatus (watch), one log line each
+//!  notify events ──debounce──► load_dir ──► RenderCycle: render ──► changed? ──► sink.deliver(generation)
+//!                                 │                       │          (the in-process agent, or the fleet)
+//!                           problems              diagnostics ──► ControllerStatus (watch), one log line each
 //! ```
+//!
+//! The [`RenderCycle`] is shared by every source: the cluster watchers
+//! ([`crate::kube`]) hand it their snapshots the same way.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,6 +24,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
+use crate::kube::ClusterStatus;
 use crate::manifests::load_dir;
 
 /// Quiet time after the last file event before re-reading: an editor's save
@@ -56,8 +59,13 @@ pub struct ControllerStatus {
     pub render_error: Option<String>,
     /// Rejected objects and warnings of the last render (`rejected: Ingress a/b: ...`).
     pub diagnostics: Vec<String>,
-    /// Manifest problems of the last read (`file:line: ...`).
-    pub manifest_problems: Vec<String>,
+    /// What the source could not use in its last read: manifest problems
+    /// (`file:line: ...`) or cluster objects that do not convert
+    /// (`Ingress app/web: ...`).
+    pub source_problems: Vec<String>,
+    /// The cluster source's watches (`hawser controller --kubernetes`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterStatus>,
     #[serde(serialize_with = "millis")]
     pub last_render_duration: Duration,
 }
@@ -103,12 +111,8 @@ pub async fn run_local(
             source,
         })?;
 
-    let mut cycle = RenderCycle {
-        next_generation: first_generation,
-        last: None,
-        reported: Vec::new(),
-    };
-    cycle.once(&dir, &renderer, &sink, &status);
+    let mut cycle = RenderCycle::new(first_generation);
+    read_and_render(&mut cycle, &dir, &renderer, &sink, &status);
     tokio::pin!(stop);
     loop {
         tokio::select! {
@@ -124,13 +128,58 @@ pub async fn run_local(
                         () = tokio::time::sleep(DEBOUNCE) => break,
                     }
                 }
-                cycle.once(&dir, &renderer, &sink, &status);
+                read_and_render(&mut cycle, &dir, &renderer, &sink, &status);
             }
         }
     }
 }
 
-struct RenderCycle {
+/// Reads the directory and renders it; a directory that cannot be read
+/// keeps the last generation.
+fn read_and_render(
+    cycle: &mut RenderCycle,
+    dir: &Path,
+    renderer: &Renderer,
+    sink: &impl Deliver,
+    status: &watch::Sender<ControllerStatus>,
+) {
+    let started = Instant::now();
+    match load_dir(dir) {
+        Ok(manifests) => {
+            let problems = manifests.problems.iter().map(ToString::to_string).collect();
+            cycle.render(
+                SourceRead {
+                    store: manifests.store,
+                    problems,
+                    started,
+                },
+                renderer,
+                sink,
+                status,
+            );
+        }
+        Err(e) => {
+            warn!("{e}; keeping the last generation");
+            status.send_modify(|s| s.render_error = Some(e.to_string()));
+        }
+    }
+}
+
+/// What a source read: the objects it could use, and what it could not
+/// (`file:line: ...` for manifests, `Ingress app/web: ...` for the cluster).
+#[derive(Debug)]
+pub struct SourceRead {
+    pub store: Store,
+    pub problems: Vec<String>,
+    /// When the read began: the render duration reported counts from here.
+    pub started: Instant,
+}
+
+/// The render path every source shares: render a store, skip renders that
+/// change nothing, hand the others to the sink as the next generation, and
+/// report in [`ControllerStatus`].
+#[derive(Debug)]
+pub struct RenderCycle {
     next_generation: Generation,
     /// The last render handed over, to skip renders that change nothing.
     last: Option<Rendered>,
@@ -139,33 +188,39 @@ struct RenderCycle {
 }
 
 impl RenderCycle {
-    fn once(
+    /// Generations start at `first_generation`.
+    pub fn new(first_generation: Generation) -> Self {
+        RenderCycle {
+            next_generation: first_generation,
+            last: None,
+            reported: Vec::new(),
+        }
+    }
+
+    /// Renders what a source read; returns the generation handed to the
+    /// sink, or `None` when the render failed or changed nothing.
+    pub fn render(
         &mut self,
-        dir: &Path,
+        read: SourceRead,
         renderer: &Renderer,
         sink: &impl Deliver,
         status: &watch::Sender<ControllerStatus>,
-    ) {
-        let started = Instant::now();
-        let manifests = match load_dir(dir) {
-            Ok(m) => m,
-            Err(e) => {
-                warn!("{e}; keeping the last generation");
-                status.send_modify(|s| s.render_error = Some(e.to_string()));
-                return;
-            }
-        };
-        let problems: Vec<String> = manifests.problems.iter().map(ToString::to_string).collect();
-        let rendered = match renderer.render(&manifests.store) {
+    ) -> Option<Generation> {
+        let SourceRead {
+            store,
+            problems,
+            started,
+        } = read;
+        let rendered = match renderer.render(&store) {
             Ok(r) => r,
             Err(e) => {
                 warn!("render failed: {e}; keeping the last generation");
                 status.send_modify(|s| {
                     s.renders += 1;
                     s.render_error = Some(e.to_string());
-                    s.manifest_problems = problems;
+                    s.source_problems = problems;
                 });
-                return;
+                return None;
             }
         };
         let diagnostics: Vec<String> = rendered
@@ -189,8 +244,8 @@ impl RenderCycle {
         } else {
             let generation = self.next_generation;
             self.next_generation += 1;
-            info!(generation, "rendered: {} objects", manifests.store.len());
-            sink.deliver(generation, &Arc::new(manifests.store), &rendered);
+            info!(generation, "rendered: {} objects", store.len());
+            sink.deliver(generation, &Arc::new(store), &rendered);
             self.last = Some(rendered);
             Some(generation)
         };
@@ -198,11 +253,12 @@ impl RenderCycle {
             s.renders += 1;
             s.render_error = None;
             s.diagnostics = diagnostics;
-            s.manifest_problems = problems;
+            s.source_problems = problems;
             s.last_render_duration = started.elapsed();
             if generation.is_some() {
                 s.generation = generation;
             }
         });
+        generation
     }
 }

@@ -1,5 +1,6 @@
-//! Prometheus metrics of `hawser run`: applies, reloads, runtime operations,
-//! failures and durations, fed by the agent's outcomes and status.
+//! Prometheus metrics: applies, reloads, runtime operations, failures and
+//! durations (fed by an agent's outcomes and status), renders, pushes to
+//! agents (fed by the fleet's status), and certificate expiry.
 
 use std::sync::Arc;
 
@@ -12,6 +13,12 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tokio::sync::{broadcast, watch};
 
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use hawser_pki::tls::SharedMaterial;
+
+use crate::fleet::FleetStatus;
 use crate::local::ControllerStatus;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -35,7 +42,16 @@ pub struct Metrics {
     renders: Counter,
     render_seconds: Histogram,
     rejected_objects: Gauge,
+    agents: Gauge,
+    agents_converged: Gauge,
+    pushes: Counter,
+    failed_pushes: Counter,
+    push_bytes: Counter,
+    certificate_expiry: Gauge,
 }
+
+/// How often the certificate expiry gauge is refreshed.
+const EXPIRY_REFRESH: Duration = Duration::from_secs(30);
 
 impl Metrics {
     pub fn new() -> Self {
@@ -56,6 +72,12 @@ impl Metrics {
             renders: Counter::default(),
             render_seconds,
             rejected_objects: Gauge::default(),
+            agents: Gauge::default(),
+            agents_converged: Gauge::default(),
+            pushes: Counter::default(),
+            failed_pushes: Counter::default(),
+            push_bytes: Counter::default(),
+            certificate_expiry: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register("applies", "Generations applied, by how", m.applies.clone());
@@ -106,7 +128,101 @@ impl Metrics {
             "Objects the last render rejected",
             m.rejected_objects.clone(),
         );
+        registry.register(
+            "agents",
+            "Agents the controller pushes to",
+            m.agents.clone(),
+        );
+        registry.register(
+            "agents_converged",
+            "Agents that hold and serve the newest render",
+            m.agents_converged.clone(),
+        );
+        registry.register("pushes", "Apply calls answered by agents", m.pushes.clone());
+        registry.register(
+            "failed_pushes",
+            "Apply calls that failed (transport, trust or refusal)",
+            m.failed_pushes.clone(),
+        );
+        registry.register(
+            "push_bytes",
+            "File bytes sent to agents (only what each lacked)",
+            m.push_bytes.clone(),
+        );
+        registry.register(
+            "certificate_expiry_seconds",
+            "Seconds until this process's controller/agent identity expires (0 when none is loaded)",
+            m.certificate_expiry.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// Keeps the push instruments in step with the fleet, until it closes.
+    pub async fn follow_fleet(self: Arc<Self>, mut fleet: watch::Receiver<FleetStatus>) {
+        // Per agent, what was counted already (agents come and go).
+        let mut seen: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
+        loop {
+            {
+                let now = fleet.borrow_and_update();
+                let mut converged = 0;
+                for (key, agent) in &now.agents {
+                    let before = seen.entry(key.clone()).or_default();
+                    self.pushes.inc_by(agent.pushes.saturating_sub(before.0));
+                    self.failed_pushes
+                        .inc_by(agent.failed_pushes.saturating_sub(before.1));
+                    self.push_bytes
+                        .inc_by(agent.bytes_sent.saturating_sub(before.2));
+                    *before = (agent.pushes, agent.failed_pushes, agent.bytes_sent);
+                    converged += i64::from(agent.converged);
+                }
+                seen.retain(|key, _| now.agents.contains_key(key));
+                self.agents
+                    .set(i64::try_from(now.agents.len()).unwrap_or(i64::MAX));
+                self.agents_converged.set(converged);
+            }
+            if fleet.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    /// Keeps the render instruments in step with the controller's status.
+    pub async fn follow_renders(
+        self: Arc<Self>,
+        mut controller: watch::Receiver<ControllerStatus>,
+    ) {
+        let mut renders_seen = 0;
+        while controller.changed().await.is_ok() {
+            let now = controller.borrow_and_update().clone();
+            self.absorb_render(&now, &mut renders_seen);
+        }
+    }
+
+    /// Refreshes the certificate expiry gauge, until the task is dropped.
+    pub async fn follow_certificate(self: Arc<Self>, material: SharedMaterial) {
+        loop {
+            let left = material
+                .current()
+                .and_then(|m| m.not_after().duration_since(SystemTime::now()).ok())
+                .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+            self.certificate_expiry.set(left);
+            tokio::time::sleep(EXPIRY_REFRESH).await;
+        }
+    }
+
+    fn absorb_render(&self, now: &ControllerStatus, renders_seen: &mut u64) {
+        self.renders
+            .inc_by(now.renders.saturating_sub(*renders_seen));
+        *renders_seen = now.renders;
+        self.render_seconds
+            .observe(now.last_render_duration.as_secs_f64());
+        let rejected = now
+            .diagnostics
+            .iter()
+            .filter(|d| d.starts_with("rejected"))
+            .count();
+        self.rejected_objects
+            .set(i64::try_from(rejected).unwrap_or(i64::MAX));
     }
 
     /// The text exposition format.
@@ -158,11 +274,7 @@ impl Metrics {
                         return;
                     }
                     let now = controller.borrow_and_update().clone();
-                    self.renders.inc_by(now.renders.saturating_sub(renders_seen));
-                    renders_seen = now.renders;
-                    self.render_seconds.observe(now.last_render_duration.as_secs_f64());
-                    let rejected = now.diagnostics.iter().filter(|d| d.starts_with("rejected")).count();
-                    self.rejected_objects.set(i64::try_from(rejected).unwrap_or(i64::MAX));
+                    self.absorb_render(&now, &mut renders_seen);
                 }
             }
         }

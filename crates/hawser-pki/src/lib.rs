@@ -27,4 +27,4 @@ pub use lifecycle::{
     CertStatus, RenewError, RenewOutcome, RenewRequest, Report, Settings, Written, check, renew,
     renew_with,
 };
-pub use store::{DirStore, SecretData, SecretStore, StoreError};
+pub use store::{DirStore, KubeSecretStore, SecretData, SecretStore, StoreError};

@@ -1,13 +1,15 @@
 //! Secret-shaped storage for the PKI: named Secrets, each a map of keys to bytes.
 //!
 //! ```text
-//! renew/check ──read(name)──▶ SecretStore ──▶ DirStore: <root>/<name> -> .<name>-<rev>/{tls.crt,tls.key,...}
-//!             ──write(name)─▶              (later: Kubernetes Secrets)
+//! renew/check ──read(name)──▶ SecretStore ─┬▶ DirStore: <root>/<name> -> .<name>-<rev>/{tls.crt,tls.key,...}
+//!             ──write(name)─▶             └▶ KubeSecretStore: Secret <namespace>/<name>, compare-and-swap
 //! ```
 //!
 //! [`DirStore`] replaces a whole Secret atomically: it writes a fresh revision directory,
 //! fsyncs it, then renames a symlink over `<root>/<name>` (the way a Kubernetes Secret
 //! volume swaps `..data`), so a reader or a crash never sees half of a Secret.
+//! [`KubeSecretStore`] writes only over the version it read, so two runs never overwrite
+//! each other: the second gets [`StoreError::Conflict`].
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -17,6 +19,10 @@ use std::os::unix::fs::{OpenOptionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
+
+mod kubernetes;
+
+pub use kubernetes::{COMPONENT_LABEL, KubeSecretStore, MANAGED_BY_LABEL};
 
 /// The keys of one Secret and their bytes. `Debug` prints key names only, never values.
 #[derive(Clone, Default, PartialEq, Eq)]
@@ -67,6 +73,41 @@ pub enum StoreError {
         #[source]
         source: io::Error,
     },
+    /// Another writer changed (or created) the Secret after this run read it; nothing was
+    /// overwritten.
+    #[error("another `hawser certs` run changed secret {name}; rerun — the next run resumes")]
+    Conflict {
+        /// The Secret name.
+        name: String,
+    },
+    /// The Kubernetes API failed or refused a request on a Secret.
+    #[error("failed to {action} secret {namespace}/{name}")]
+    Api {
+        /// `read` or `write`.
+        action: &'static str,
+        /// The Secret's namespace.
+        namespace: String,
+        /// The Secret name.
+        name: String,
+        /// The client's error (an API `Status`, or the connection's); boxed, it is large.
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// No Kubernetes client could be configured (no in-cluster service account, no kubeconfig).
+    #[error("failed to configure a kubernetes client")]
+    Connect {
+        /// The client's error.
+        #[source]
+        source: Box<kube::Error>,
+    },
+    /// The store was called where it cannot wait for the Kubernetes API.
+    #[error("cannot wait for the kubernetes api to {what}: {reason}")]
+    Blocking {
+        /// What was to be done (`read secret NS/NAME`).
+        what: String,
+        /// Why, and what to do instead.
+        reason: &'static str,
+    },
 }
 
 impl StoreError {
@@ -76,11 +117,19 @@ impl StoreError {
             Self::InvalidName { .. } => "invalid_name",
             Self::Read { .. } => "read",
             Self::Write { .. } => "write",
+            Self::Conflict { .. } => "conflict",
+            Self::Api { action, .. } => action,
+            Self::Connect { .. } => "connect",
+            Self::Blocking { .. } => "blocking",
         }
     }
 }
 
-/// Where Secrets live. Implemented by [`DirStore`]; the Kubernetes store plugs in here.
+/// Where Secrets live: [`DirStore`] (a local directory) or [`KubeSecretStore`].
+///
+/// Synchronous on purpose: the lifecycle is a short sequence of reads then writes whose
+/// order matters (issuer first), and a local directory needs no runtime; the Kubernetes
+/// store waits on its own runtime handle (see [`KubeSecretStore`]).
 pub trait SecretStore {
     /// The Secret `name`, or `None` if it does not exist.
     fn read(&self, name: &str) -> Result<Option<SecretData>, StoreError>;

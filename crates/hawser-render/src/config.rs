@@ -138,7 +138,7 @@ impl Default for Timeouts {
 /// Template overrides (by library template name) and snippets (by name; a
 /// snippet named `<point>-<anything>` is rendered at extension point `<point>`,
 /// in name order).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, schemars::JsonSchema)]
 #[serde(default, rename_all(deserialize = "camelCase"), deny_unknown_fields)]
 pub struct TemplateConfig {
     pub overrides: BTreeMap<String, String>,

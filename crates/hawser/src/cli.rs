@@ -60,6 +60,8 @@ pub enum Command {
     /// Only the files an agent lacks travel. `--admin` serves /healthz,
     /// /readyz, /status (per-agent state) and /metrics.
     Controller(ControllerArgs),
+    /// Print the HawserConfig CustomResourceDefinition (what deploy/crds holds).
+    Crd,
 }
 
 #[derive(Debug, Args)]
@@ -94,9 +96,12 @@ pub struct RenewArgs {
 
 #[derive(Debug, Args)]
 pub struct CertsOptions {
-    /// Directory of Secrets: one subdirectory per Secret, its keys as files.
-    #[arg(long, env = "HAWSER_CERTS_STORE")]
-    pub store: PathBuf,
+    #[command(flatten)]
+    pub store: CertsStoreArgs,
+    /// Namespace of the Secrets with --kubernetes [default: the kubeconfig
+    /// context's; in a Pod without a kubeconfig, the Pod's own].
+    #[arg(long, value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    pub namespace: Option<String>,
     /// Secret holding the CA, its key and the generation.
     #[arg(long, default_value = "hawser-agent-issuer")]
     pub issuer_secret: String,
@@ -115,6 +120,21 @@ pub struct CertsOptions {
     /// Lifetime of new certificates, in days (1 to 3650).
     #[arg(long, default_value_t = 365, value_parser = clap::value_parser!(u32).range(1..=3650))]
     pub validity_days: u32,
+}
+
+/// Where the Secrets live: exactly one of `--store DIR` or `--kubernetes`.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = false)]
+pub struct CertsStoreArgs {
+    /// Directory of Secrets: one subdirectory per Secret, its keys as files.
+    #[arg(long, env = "HAWSER_CERTS_STORE")]
+    pub store: Option<PathBuf>,
+    /// Keep the Secrets in Kubernetes (Opaque Secrets labelled
+    /// app.kubernetes.io/managed-by=hawser), through the in-cluster service
+    /// account or the kubeconfig. Writes are compare-and-swap: a run that
+    /// loses to a concurrent one stops without overwriting it.
+    #[arg(long)]
+    pub kubernetes: bool,
 }
 
 /// Where the objects and the configuration come from.

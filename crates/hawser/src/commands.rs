@@ -51,6 +51,10 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Certs(args) => certs::run(&args),
         Command::Agent(args) => runtime.block_on(agent::run(&args)),
         Command::Controller(args) => runtime.block_on(controller::run(&args)),
+        Command::Crd => {
+            print!("{}", hawser_crd::crd_yaml());
+            Ok(ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,

@@ -1,5 +1,6 @@
 //! `hawser certs bootstrap|renew|check --store DIR`: the controller↔agent
-//! certificates in a Secret-shaped directory.
+//! certificates in a Secret-shaped directory; and the choice between `--store DIR` and
+//! `--kubernetes` (whose store is tested against a fake API server in hawser-pki).
 
 #![allow(
     clippy::unwrap_used,
@@ -131,6 +132,96 @@ fn validity_outside_1_to_3650_days_is_refused() {
             .is_none(),
         "nothing written"
     );
+}
+
+#[test]
+fn exactly_one_of_store_or_kubernetes_is_required() {
+    let store = tempfile::tempdir().expect("store");
+    let dir = store.path().to_str().expect("utf-8 path");
+    for (args, expected) in [
+        (vec![], "--store <STORE>|--kubernetes"),
+        (vec!["--store", dir, "--kubernetes"], "cannot be used with"),
+    ] {
+        let run = run_to_end(hawser_command(["certs", "check"]).args(&args));
+        assert_eq!(run.status.code(), Some(2), "{args:?}: {}", run.describe());
+        assert!(
+            run.stderr.contains(expected),
+            "{args:?}: {}",
+            run.describe()
+        );
+    }
+    let run = certs("renew", store.path(), &["--namespace", "hawser-system"]);
+    assert_eq!(run.status.code(), Some(64), "{}", run.describe());
+    assert!(
+        run.stderr.contains("--namespace applies to --kubernetes"),
+        "{}",
+        run.describe()
+    );
+}
+
+#[test]
+fn kubernetes_without_a_cluster_is_a_configuration_error() {
+    let home = tempfile::tempdir().expect("home");
+    for verb in ["renew", "check"] {
+        let mut command = hawser_command(["certs", verb, "--kubernetes"]);
+        command
+            .env("HOME", home.path())
+            .env("KUBECONFIG", home.path().join("absent-kubeconfig"))
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env_remove("KUBERNETES_SERVICE_PORT");
+        let run = run_to_end(&mut command);
+        assert_eq!(run.status.code(), Some(64), "{verb}: {}", run.describe());
+        assert!(
+            run.stderr
+                .contains("--kubernetes needs an in-cluster service account or a kubeconfig"),
+            "{verb}: {}",
+            run.describe()
+        );
+        assert!(!run.stdout.contains("wrote"), "{verb}: {}", run.describe());
+    }
+}
+
+#[test]
+fn kubernetes_namespace_comes_from_the_kubeconfig_unless_given() {
+    // A kubeconfig naming a loopback port nobody listens on: the client is configured,
+    // and the first request says which Secret it was for.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let home = tempfile::tempdir().expect("home");
+    let kubeconfig = home.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: test\n\
+             clusters: [{{name: test, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n\
+             users: [{{name: test, user: {{token: not-a-secret}}}}]\n\
+             contexts: [{{name: test, context: {{cluster: test, user: test, namespace: from-kubeconfig}}}}]\n"
+        ),
+    )
+    .expect("write kubeconfig");
+    for (extra, namespace) in [
+        (vec![], "from-kubeconfig"),
+        (vec!["--namespace", "hawser-system"], "hawser-system"),
+    ] {
+        let mut command = hawser_command(["certs", "renew", "--kubernetes"]);
+        command
+            .args(&extra)
+            .env("HOME", home.path())
+            .env("KUBECONFIG", &kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env_remove("KUBERNETES_SERVICE_PORT");
+        let run = run_to_end(&mut command);
+        assert_eq!(run.status.code(), Some(1), "{}", run.describe());
+        assert!(
+            run.stderr.contains(&format!(
+                "failed to read secret {namespace}/hawser-agent-identity"
+            )),
+            "{}",
+            run.describe()
+        );
+    }
 }
 
 /// A child killed (SIGKILL) and reaped on drop, whatever the test did.

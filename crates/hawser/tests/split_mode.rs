@@ -140,6 +140,25 @@ async fn only_missing_files_travel() {
         Some(initial["bytes_sent"].as_u64().unwrap() + map.len() as u64),
         "{status:#}"
     );
+    // The same figures on /metrics, and the identity's remaining lifetime.
+    let total = entry["bytes_sent"].as_u64().unwrap() as f64;
+    let deadline = std::time::Instant::now() + support::TIMEOUT;
+    while controller.metric("hawser_push_bytes_total").await != Some(total) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "hawser_push_bytes_total never reached {total}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        controller.metric("hawser_agents_converged").await,
+        Some(1.0)
+    );
+    let expiry = controller
+        .metric("hawser_certificate_expiry_seconds")
+        .await
+        .unwrap();
+    assert!(expiry > 300.0 * 86_400.0, "{expiry}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

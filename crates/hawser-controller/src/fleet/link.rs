@@ -98,6 +98,18 @@ impl Link {
         if usable == Some(true) {
             return;
         }
+        if revision.is_empty() {
+            // Dialling without an identity would only be refused.
+            *live = None;
+            self.update(|a| {
+                a.connected = false;
+                a.last_error = Some(
+                    "the controller has no valid tls material (its status says why under tls.last_error)"
+                        .to_string(),
+                );
+            });
+            return;
+        }
         match self.open(revision).await {
             Ok(open) => {
                 let reconnect = live.is_some();
@@ -289,9 +301,16 @@ impl Link {
         });
     }
 
+    /// Changes this agent's status; a link stopped because its agent left
+    /// the fleet finds no entry and changes nothing.
     fn update(&self, change: impl FnOnce(&mut AgentLinkStatus)) {
-        self.status.send_modify(|s| {
-            change(s.agents.entry(self.key.clone()).or_default());
-        });
+        self.status
+            .send_if_modified(|s| match s.agents.get_mut(&self.key) {
+                Some(agent) => {
+                    change(agent);
+                    true
+                }
+                None => false,
+            });
     }
 }

@@ -72,6 +72,10 @@ pub struct AgentServeArgs {
     /// How often live HAProxy state is compared with the applied version, in seconds.
     #[arg(long, default_value_t = 30)]
     pub drift_interval_secs: u64,
+    /// Address of an admin listener: /healthz, /readyz (a verified rendered
+    /// configuration serves), /status and /metrics. None by default.
+    #[arg(long, env = "HAWSER_ADMIN")]
+    pub admin: Option<SocketAddr>,
 }
 
 #[derive(Debug, Args)]

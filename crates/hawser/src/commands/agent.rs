@@ -7,18 +7,22 @@ mod local;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
 use hawser_agent::control::{ControlConfig, ControlService, PeerCheck};
-use hawser_agent::{Agent, AgentConfig, AgentPaths, HaproxyMode, TreeStore};
+use hawser_agent::{Agent, AgentConfig, AgentHandle, AgentPaths, HaproxyMode, TreeStore};
+use hawser_controller::admin::{self, AdminState};
+use hawser_controller::local::ControllerStatus;
+use hawser_controller::metrics::Metrics;
 use hawser_haproxy::HaproxyBinary;
 use hawser_pki::Role;
-use hawser_pki::tls::{server_config, verify_client_chain, watch_dir};
+use hawser_pki::tls::{SharedMaterial, server_config, verify_client_chain, watch_dir};
 use hawser_proto::transport;
 use hawser_render::AGENT_SETTINGS;
 use tokio::net::TcpListener;
+use tokio::sync::watch;
 use tracing::info;
 
 use super::UsageError;
@@ -81,6 +85,27 @@ async fn serve(args: &AgentServeArgs) -> anyhow::Result<()> {
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on --listen {listen}"))?;
+    let admin_listener = match args.admin {
+        Some(addr) => Some(
+            TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on --admin {addr}"))?,
+        ),
+        None => None,
+    };
+
+    // The local socket answers from the start: when attached, HAProxy (in
+    // another container) starts only once this agent has staged its
+    // bootstrap version and answers its startup probe.
+    std::fs::create_dir_all(paths.run())
+        .with_context(|| format!("cannot create {}", paths.run().display()))?;
+    let started: Arc<OnceLock<(AgentHandle, ControlService)>> = Arc::new(OnceLock::new());
+    let _local = local::serve(
+        &local::socket_path(&state_dir),
+        health_answer(Arc::clone(&started)),
+        state_answer(Arc::clone(&started), material.clone()),
+    )?;
+
     let agent = Agent::start(config).await?;
     let handle = agent.handle();
 
@@ -106,41 +131,30 @@ async fn serve(args: &AgentServeArgs) -> anyhow::Result<()> {
             peer_check,
         },
     );
-
-    let health_status = handle.status();
-    let state_status = handle.status();
-    let state_control = control.clone();
-    let state_tls = material.clone();
-    let _local = local::serve(
-        &local::socket_path(&state_dir),
-        Arc::new(move || {
-            let s = health_status.borrow();
-            format!(
-                "phase={} applied={}",
-                serde_json::to_value(s.phase)
-                    .unwrap_or_default()
-                    .as_str()
-                    .unwrap_or(""),
-                s.applied_generation.unwrap_or(0)
-            )
-        }),
-        Arc::new(move || {
-            let control = state_control.state();
-            serde_json::json!({
-                "agent": control.agent,
-                "instance": control.instance,
-                "epoch": control.epoch,
-                "desiredGeneration": control.desired_generation,
-                "appliedGeneration": control.applied_generation,
-                "planDigest": control.plan_digest,
-                "files": control.files.len(),
-                "haproxyVersion": control.haproxy_version,
-                "reloadPending": control.reload_pending,
-                "status": *state_status.borrow(),
-                "tls": state_tls.status(),
-            })
-        }),
-    )?;
+    let _ = started.set((handle.clone(), control.clone()));
+    let (stop_tx, stop_rx) = watch::channel(false);
+    // No controller in this process: its status stays empty (kept open so
+    // the metrics keep following the agent).
+    let (_no_controller, controller_rx) = watch::channel(ControllerStatus::default());
+    let admin_task = admin_listener.map(|listener| {
+        let metrics = Arc::new(Metrics::new());
+        tokio::spawn(Arc::clone(&metrics).follow(handle.clone(), controller_rx.clone()));
+        tokio::spawn(Arc::clone(&metrics).follow_certificate(material.clone()));
+        let mut stop = stop_rx.clone();
+        tokio::spawn(admin::serve(
+            listener,
+            AdminState {
+                agent: Some(handle.clone()),
+                fleet: None,
+                tls: Some(material.clone()),
+                controller: controller_rx,
+                metrics,
+            },
+            async move {
+                let _ = stop.wait_for(|s| *s).await;
+            },
+        ))
+    });
 
     info!(
         "hawser agent {}: control on {listen} (mutual TLS 1.3), state {}, tls {}",
@@ -160,8 +174,54 @@ async fn serve(args: &AgentServeArgs) -> anyhow::Result<()> {
         );
     let result = server.await.context("the control server failed");
     info!("stopping");
+    let _ = stop_tx.send(true);
+    if let Some(task) = admin_task {
+        let _ = task.await;
+    }
     agent.shutdown().await?;
     result
+}
+
+fn health_answer(started: Arc<OnceLock<(AgentHandle, ControlService)>>) -> local::HealthFn {
+    Arc::new(move || match started.get() {
+        None => "phase=starting".to_string(),
+        Some((handle, _)) => {
+            let status = handle.status().borrow().clone();
+            format!(
+                "phase={} applied={}",
+                serde_json::to_value(status.phase)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                status.applied_generation.unwrap_or(0)
+            )
+        }
+    })
+}
+
+fn state_answer(
+    started: Arc<OnceLock<(AgentHandle, ControlService)>>,
+    tls: SharedMaterial,
+) -> local::StateFn {
+    Arc::new(move || {
+        let Some((handle, control)) = started.get() else {
+            return serde_json::json!({ "phase": "starting", "tls": tls.status() });
+        };
+        let state = control.state();
+        serde_json::json!({
+            "agent": state.agent,
+            "instance": state.instance,
+            "epoch": state.epoch,
+            "desiredGeneration": state.desired_generation,
+            "appliedGeneration": state.applied_generation,
+            "planDigest": state.plan_digest,
+            "files": state.files.len(),
+            "haproxyVersion": state.haproxy_version,
+            "reloadPending": state.reload_pending,
+            "status": *handle.status().borrow(),
+            "tls": tls.status(),
+        })
+    })
 }
 
 /// What the controller must render for this agent: its own socket paths,

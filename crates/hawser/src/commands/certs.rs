@@ -1,12 +1,20 @@
-//! `hawser certs`: the controller↔agent certificates in a Secret-shaped
-//! directory (one subdirectory per Secret, its keys as files).
+//! `hawser certs`: the controller↔agent certificates, in a Secret-shaped directory
+//! (`--store DIR`: one subdirectory per Secret, its keys as files) or in Kubernetes
+//! Secrets (`--kubernetes [--namespace NS]`: compare-and-swap writes, so of two runs at
+//! once the second stops, and its rerun resumes, instead of overwriting the first).
 
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-use hawser_pki::{DirStore, RenewRequest, Settings, Written, check, renew_with};
+use anyhow::Context;
+use hawser_pki::{
+    DirStore, KubeSecretStore, RenewRequest, SecretStore, Settings, StoreError, Written, check,
+    renew_with,
+};
+use tokio::runtime::Runtime;
 
+use super::UsageError;
 use crate::cli::{CertsArgs, CertsCommand, CertsOptions};
 
 /// Fault-injection hook for the process tests, deliberately not a flag (and not in
@@ -25,8 +33,8 @@ pub fn run(args: &CertsArgs) -> anyhow::Result<ExitCode> {
             },
         ),
         CertsCommand::Check(options) => {
-            let store = DirStore::new(&options.store);
-            let report = check(&store, &settings(options), SystemTime::now())?;
+            let opened = open(options)?;
+            let report = check(opened.store.as_ref(), &settings(options), SystemTime::now())?;
             print!("{report}");
             if report.needs_attention() {
                 eprintln!(
@@ -40,8 +48,62 @@ pub fn run(args: &CertsArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
+/// The store the options name; a Kubernetes one brings the runtime its client runs on.
+struct OpenStore {
+    /// Declared first: dropped before the runtime that drives its connection.
+    store: Box<dyn SecretStore>,
+    _runtime: Option<Runtime>,
+}
+
+fn open(options: &CertsOptions) -> anyhow::Result<OpenStore> {
+    match (&options.store.store, options.store.kubernetes) {
+        (Some(_), false) if options.namespace.is_some() => Err(UsageError(anyhow::anyhow!(
+            "--namespace applies to --kubernetes, not to --store"
+        ))
+        .into()),
+        (Some(dir), false) => Ok(OpenStore {
+            store: Box::new(DirStore::new(dir)),
+            _runtime: None,
+        }),
+        (None, true) => {
+            // The lifecycle is synchronous; the store blocks on this runtime, whose one
+            // worker drives the API connection.
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("hawser-certs-kube")
+                .enable_all()
+                .build()
+                .context("cannot start the async runtime")?;
+            let store =
+                KubeSecretStore::connect(options.namespace.as_deref(), runtime.handle().clone())
+                    .map_err(|e| -> anyhow::Error {
+                        match e {
+                    // The client's message already carries its causes: print it once.
+                    StoreError::Connect { source } => UsageError(anyhow::anyhow!(
+                        "--kubernetes needs an in-cluster service account or a kubeconfig: {source}"
+                    ))
+                    .into(),
+                    other => other.into(),
+                }
+                    })?;
+            tracing::info!(
+                namespace = store.namespace(),
+                "certificates in kubernetes secrets"
+            );
+            Ok(OpenStore {
+                store: Box::new(store),
+                _runtime: Some(runtime),
+            })
+        }
+        _ => Err(UsageError(anyhow::anyhow!(
+            "exactly one of --store DIR or --kubernetes is required"
+        ))
+        .into()),
+    }
+}
+
 fn renew(options: &CertsOptions, request: RenewRequest) -> anyhow::Result<ExitCode> {
-    let store = DirStore::new(&options.store);
+    let opened = open(options)?;
     let pause = pause_after_write();
     // One line per Secret, flushed as soon as it is stored: what a killed run got done.
     let mut report = |written: &Written| {
@@ -57,7 +119,7 @@ fn renew(options: &CertsOptions, request: RenewRequest) -> anyhow::Result<ExitCo
         }
     };
     let outcome = renew_with(
-        &store,
+        opened.store.as_ref(),
         &settings(options),
         SystemTime::now(),
         request,

@@ -89,6 +89,10 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
         admin_listener.local_addr()?
     );
     let (controller_tx, controller_rx) = watch::channel(ControllerStatus::default());
+    let metrics = Arc::new(Metrics::new());
+    tokio::spawn(Arc::clone(&metrics).follow_fleet(fleet.status()));
+    tokio::spawn(Arc::clone(&metrics).follow_renders(controller_rx.clone()));
+    let expiry = tokio::spawn(Arc::clone(&metrics).follow_certificate(material.clone()));
     let (stop_tx, stop_rx) = watch::channel(false);
     let stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
@@ -100,7 +104,7 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
             fleet: Some(fleet.status()),
             tls: Some(material),
             controller: controller_rx,
-            metrics: Arc::new(Metrics::new()),
+            metrics,
         },
         stopped(stop_rx.clone()),
     ));
@@ -119,6 +123,7 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
     let _ = stop_tx.send(true);
     let _ = admin_task.await;
     fleet.stop().await;
+    expiry.abort();
     result.map(|()| ExitCode::SUCCESS)
 }
 

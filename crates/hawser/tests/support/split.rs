@@ -94,15 +94,27 @@ pub struct AgentProc {
     tls_dir: PathBuf,
     state: tempfile::TempDir,
     extra_args: Vec<String>,
+    /// Whether the agent starts HAProxy; otherwise [`AgentProc::start_haproxy`] does.
+    spawn_haproxy: bool,
     process: Option<ChildGuard>,
+    haproxy: Option<ChildGuard>,
 }
 
 impl AgentProc {
+    /// An agent that attaches to an HAProxy started beside it, as in a pod.
+    pub fn attach(tls_dir: &Path) -> AgentProc {
+        AgentProc::launch(tls_dir, &[], false)
+    }
+
     pub fn start(tls_dir: &Path) -> AgentProc {
         AgentProc::start_with(tls_dir, &[])
     }
 
     pub fn start_with(tls_dir: &Path, args: &[&str]) -> AgentProc {
+        AgentProc::launch(tls_dir, args, true)
+    }
+
+    fn launch(tls_dir: &Path, args: &[&str], spawn_haproxy: bool) -> AgentProc {
         let ip = listen_address();
         let (listen, http) = two_free_ports(ip);
         let (https, health) = two_free_ports(ip);
@@ -118,7 +130,9 @@ impl AgentProc {
             tls_dir: tls_dir.to_path_buf(),
             state,
             extra_args: args.iter().map(ToString::to_string).collect(),
+            spawn_haproxy,
             process: None,
+            haproxy: None,
         };
         agent.spawn();
         agent
@@ -141,7 +155,7 @@ impl AgentProc {
             .arg(&self.tls_dir)
             .arg("--state-dir")
             .arg(self.state_dir())
-            .arg("--spawn-haproxy")
+            .args(self.spawn_haproxy.then_some("--spawn-haproxy"))
             .arg("--health-port")
             .arg(self.health_port.to_string())
             .arg("--set")
@@ -153,6 +167,19 @@ impl AgentProc {
             .args(&self.extra_args)
             .env("HAWSER_LOG", "info");
         self.process = Some(ChildGuard::spawn("hawser agent", &mut command));
+    }
+
+    /// HAProxy as the chart's haproxy container runs it, on this agent's state.
+    pub fn start_haproxy(&mut self) {
+        let state = self.state_dir();
+        let mut command = Command::new(super::process::haproxy_binary());
+        command
+            .args(["-W", "-db", "-S"])
+            .arg(state.join("run/master.sock"))
+            .arg("-C")
+            .arg(state.join("tree/current"))
+            .args(["-f", "haproxy.cfg"]);
+        self.haproxy = Some(ChildGuard::spawn("haproxy (attached)", &mut command));
     }
 
     /// `kill -9` of the agent alone: its HAProxy lives on.
@@ -169,6 +196,19 @@ impl AgentProc {
             .as_ref()
             .map(ChildGuard::output)
             .unwrap_or_default()
+    }
+
+    /// Waits until the agent has logged `text`.
+    pub async fn expect_logged(&self, text: &str) {
+        let deadline = Instant::now() + TIMEOUT;
+        while !self.output().contains(text) {
+            assert!(
+                Instant::now() < deadline,
+                "the agent never logged {text:?}\n{}",
+                self.output()
+            );
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
     }
 
     /// `hawser agent health`: its exit status and what it printed.
@@ -293,6 +333,17 @@ impl ControllerProc {
             .await
             .unwrap_or_else(|e| panic!("GET /status: {e}\n{}", self.output()));
         serde_json::from_slice(&response.body).expect("/status is JSON")
+    }
+
+    /// The value of one sample of `/metrics` (its name with labels, as printed).
+    pub async fn metric(&self, sample: &str) -> Option<f64> {
+        let response = http::http1_get(self.admin, "hawser", "/metrics")
+            .await
+            .unwrap_or_else(|e| panic!("GET /metrics: {e}\n{}", self.output()));
+        response.text().lines().find_map(|line| {
+            let (name, value) = line.rsplit_once(' ')?;
+            (name == sample).then(|| value.parse().ok()).flatten()
+        })
     }
 
     /// Waits until `/status` satisfies `check`; returns it.

@@ -1,0 +1,212 @@
+//! The cluster source: kube-rs watchers turned into [`Store`] snapshots
+//! that go through the same [`RenderCycle`] as the manifests directory.
+//!
+//! ```text
+//!  watcher per kind (× namespace) ──events──► trim + from_k8s ──► Message ─┐
+//!   Ingress, IngressClass, Service,          (in the watch task;          │
+//!   EndpointSlice, Secret (type=tls)          malformed → a problem)      ▼
+//!                                                             Cluster (trimmed views,
+//!  Secret GET when an Ingress starts to refer ◄── fetch ───── secret data only when referred to)
+//!  to a Secret whose data was dropped                                     │ changed
+//!                                                       debounce (DEBOUNCE quiet, DEBOUNCE_LIMIT at most)
+//!                                                                         ▼
+//!                                          RenderCycle::render(Store snapshot) ──► sink (the fleet)
+//! ```
+//!
+//! Nothing renders until every watch has listed once: a render from half a
+//! cluster (Ingresses without their Services) would be pushed to every
+//! agent. A relist (after `410 Gone`, which kube's watcher handles) replaces
+//! the objects of its watch only once it is complete. Objects are kept as
+//! the model's trimmed views, never as full API objects; `managedFields`
+//! and the `kubectl.kubernetes.io/last-applied-configuration` annotation
+//! are dropped before conversion.
+//!
+//! Agent discovery ([`discover_agents`]) is the other use of the API:
+//! Ready pods become the fleet's agents.
+
+mod cluster;
+mod discovery;
+mod watch;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use ::kube::Client;
+use hawser_agent::Generation;
+use hawser_model::{Kind, ObjectKey};
+use hawser_render::Renderer;
+use serde::Serialize;
+use tokio::sync::{mpsc, watch as channel};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+pub use discovery::{AgentDiscovery, discover_agents};
+
+use self::cluster::Cluster;
+use crate::local::{ControllerStatus, DEBOUNCE, Deliver, RenderCycle, SourceRead};
+
+/// The longest a render waits for a busy cluster to go quiet: endpoint churn
+/// must not postpone every render for ever.
+pub const DEBOUNCE_LIMIT: Duration = Duration::from_secs(1);
+
+/// The annotation `kubectl apply` leaves on objects: a full copy of the
+/// object, never worth keeping.
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// What to watch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KubeSourceOptions {
+    /// Namespaces to watch; empty means all. IngressClasses, which are
+    /// cluster-scoped, are always watched cluster-wide.
+    pub namespaces: Vec<String>,
+    /// An extra label selector per kind (`hawser.dev/expose=true`), as the
+    /// API server reads them (`a=b,c in (d,e),!f`).
+    pub label_selectors: BTreeMap<Kind, String>,
+    /// Secrets whose data is kept even when no Ingress refers to them, such
+    /// as the configured default certificate.
+    pub kept_secrets: BTreeSet<ObjectKey>,
+}
+
+/// The cluster source, as `/status` shows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ClusterStatus {
+    /// Per watch (`Ingress`, or `Ingress app` when namespaces are listed).
+    pub watches: BTreeMap<String, WatchStatus>,
+    /// Objects held (trimmed views), malformed ones not counted.
+    pub objects: usize,
+    /// Objects that do not convert; each is a line of `source_problems`.
+    pub malformed: usize,
+    /// Secrets whose data is held (those referred to).
+    pub secrets_with_data: usize,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct WatchStatus {
+    /// The watch has listed at least once.
+    pub synced: bool,
+    /// Full lists: the first one, then one per relist (`410 Gone`, restart).
+    pub lists: u64,
+    pub errors: u64,
+    pub last_error: Option<String>,
+}
+
+/// Renders the cluster once every watch has listed, then after every change
+/// (debounced), until `stop` resolves. Generations start at
+/// `first_generation`. Watch failures are retried with kube's default
+/// backoff and reported in [`ControllerStatus::cluster`]; they never end
+/// the source.
+pub async fn run_kube(
+    client: Client,
+    options: KubeSourceOptions,
+    renderer: Renderer,
+    sink: impl Deliver,
+    first_generation: Generation,
+    status: channel::Sender<ControllerStatus>,
+    stop: impl Future<Output = ()>,
+) {
+    let (messages_tx, mut messages) = mpsc::unbounded_channel();
+    let mut tasks = JoinSet::new();
+    let scopes = watch::spawn_all(&mut tasks, &client, &options, &messages_tx);
+    info!("watching {} kind/namespace scopes", scopes.len());
+    let mut cluster = Cluster::new(scopes, options.kept_secrets.clone());
+    let mut cycle = RenderCycle::new(first_generation);
+    let mut pending: Option<Pending> = None;
+    tokio::pin!(stop);
+    loop {
+        let deadline = pending
+            .as_ref()
+            .filter(|_| cluster.ready())
+            .map(Pending::deadline);
+        tokio::select! {
+            () = &mut stop => break,
+            message = messages.recv() => {
+                let Some(message) = message else { break };
+                let effect = cluster.apply(message);
+                for key in effect.fetch {
+                    tasks.spawn(watch::fetch_secret(client.clone(), key, messages_tx.clone()));
+                }
+                if effect.changed {
+                    let now = Instant::now();
+                    let first = pending.as_ref().map_or(now, |p| p.first);
+                    pending = Some(Pending { first, last: now });
+                }
+                if effect.watch_status {
+                    let report = cluster.status();
+                    status.send_if_modified(|s| {
+                        let changed = s.cluster.as_ref() != Some(&report);
+                        s.cluster = Some(report);
+                        changed
+                    });
+                }
+            }
+            // Reaps finished Secret reads (watch tasks run until stopped).
+            Some(done) = tasks.join_next() => {
+                if let Err(error) = done
+                    && error.is_panic()
+                {
+                    warn!("a cluster source task failed: {error}");
+                }
+            }
+            () = sleep_until(deadline) => {
+                pending = None;
+                let started = Instant::now();
+                let (store, problems) = cluster.snapshot();
+                let report = cluster.status();
+                status.send_modify(|s| s.cluster = Some(report));
+                cycle.render(SourceRead { store, problems, started }, &renderer, &sink, &status);
+            }
+        }
+    }
+    tasks.abort_all();
+}
+
+/// Changes not rendered yet.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    first: Instant,
+    last: Instant,
+}
+
+impl Pending {
+    fn deadline(&self) -> Instant {
+        (self.last + DEBOUNCE).min(self.first + DEBOUNCE_LIMIT)
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// One watch: a kind, in one namespace or in all (`None`; cluster-scoped
+/// kinds too).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Scope {
+    pub kind: Kind,
+    pub namespace: Option<String>,
+}
+
+impl Scope {
+    fn covers(&self, kind: Kind, key: &ObjectKey) -> bool {
+        self.kind == kind
+            && self
+                .namespace
+                .as_ref()
+                .is_none_or(|ns| *ns == key.namespace)
+    }
+}
+
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(namespace) => write!(f, "{} {namespace}", self.kind),
+            None => write!(f, "{}", self.kind),
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! What the source holds of the cluster: trimmed views per watch, the
+//! relists in progress, which Secrets' data to keep.
+//!
+//! Secret data is the one large thing a cluster holds that hawser may need:
+//! it is kept only for Secrets an Ingress refers to (and the kept ones the
+//! options name). A Secret arriving while nobody refers to it is stored
+//! without its data; when an Ingress starts to refer to it, the source reads
+//! it once ([`Effect::fetch`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use hawser_model::{Kind, Object, ObjectKey, ObjectRef, Store};
+
+use super::watch::{Change, Item, Message};
+use super::{ClusterStatus, Scope, WatchStatus};
+
+/// What applying a message calls for.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Effect {
+    /// The objects changed: render (after the debounce).
+    pub changed: bool,
+    /// Secrets to read now.
+    pub fetch: Vec<ObjectKey>,
+    /// A watch's status changed: report it.
+    pub watch_status: bool,
+}
+
+#[derive(Debug)]
+pub struct Cluster {
+    objects: BTreeMap<ObjectRef, Object>,
+    malformed: BTreeMap<ObjectRef, String>,
+    /// Relists in progress: what each has listed so far.
+    relists: BTreeMap<Scope, Vec<Item>>,
+    watches: BTreeMap<Scope, WatchStatus>,
+    /// Secrets held without their data.
+    dropped: BTreeSet<ObjectKey>,
+    /// Secrets referred to: by Ingresses, and the kept ones.
+    referenced: BTreeSet<ObjectKey>,
+    kept: BTreeSet<ObjectKey>,
+    fetching: BTreeSet<ObjectKey>,
+    fetch_failures: BTreeMap<ObjectKey, String>,
+}
+
+impl Cluster {
+    pub fn new(scopes: Vec<Scope>, kept: BTreeSet<ObjectKey>) -> Self {
+        Cluster {
+            objects: BTreeMap::new(),
+            malformed: BTreeMap::new(),
+            relists: BTreeMap::new(),
+            watches: scopes
+                .into_iter()
+                .map(|scope| (scope, WatchStatus::default()))
+                .collect(),
+            dropped: BTreeSet::new(),
+            referenced: kept.clone(),
+            kept,
+            fetching: BTreeSet::new(),
+            fetch_failures: BTreeMap::new(),
+        }
+    }
+
+    /// Every watch has listed once and no Secret read is in flight: a
+    /// render now sees the whole cluster.
+    pub fn ready(&self) -> bool {
+        self.watches.values().all(|w| w.synced) && self.fetching.is_empty()
+    }
+
+    pub fn apply(&mut self, message: Message) -> Effect {
+        let mut effect = Effect::default();
+        match message {
+            Message::Watch(scope, change) => self.apply_change(scope, change, &mut effect),
+            Message::Fetched { key, result } => {
+                self.fetching.remove(&key);
+                effect.changed = true;
+                match result {
+                    Ok(Some(secret)) => {
+                        self.fetch_failures.remove(&key);
+                        if self.dropped.contains(&key) && self.referenced.contains(&key) {
+                            self.dropped.remove(&key);
+                            self.objects
+                                .insert(ObjectRef::new(Kind::Secret, key), Object::Secret(secret));
+                        }
+                    }
+                    // Deleted meanwhile: its watch says so too.
+                    Ok(None) => {
+                        self.fetch_failures.remove(&key);
+                    }
+                    Err(reason) => {
+                        self.fetch_failures.insert(key, reason);
+                    }
+                }
+            }
+        }
+        effect
+    }
+
+    fn apply_change(&mut self, scope: Scope, change: Change, effect: &mut Effect) {
+        match change {
+            Change::Relist => {
+                self.relists.insert(scope.clone(), Vec::new());
+                self.watch(&scope).lists += 1;
+                effect.watch_status = true;
+            }
+            Change::Listed(item) => match self.relists.get_mut(&scope) {
+                Some(listed) => listed.push(item),
+                None => {
+                    if self.store(item, effect) {
+                        self.update_references(effect);
+                    }
+                }
+            },
+            Change::ListDone => {
+                let listed = self.relists.remove(&scope).unwrap_or_default();
+                let present: BTreeSet<ObjectRef> = listed.iter().map(item_ref).collect();
+                let covered = |object: &ObjectRef| scope.covers(object.kind, &object.key);
+                let gone: Vec<ObjectRef> = self
+                    .objects
+                    .keys()
+                    .chain(self.malformed.keys())
+                    .filter(|o| covered(o) && !present.contains(o))
+                    .cloned()
+                    .collect();
+                // References are recomputed once, after the whole list: a
+                // Secret still referred to keeps its data throughout.
+                let mut ingresses = false;
+                for object in gone {
+                    ingresses |= self.remove(&object, effect);
+                }
+                for item in listed {
+                    ingresses |= self.store(item, effect);
+                }
+                let watch = self.watch(&scope);
+                watch.synced = true;
+                watch.last_error = None;
+                if ingresses {
+                    self.update_references(effect);
+                }
+                if scope.kind == Kind::Ingress && self.ingresses_synced() {
+                    self.drop_unreferenced_data();
+                }
+                effect.watch_status = true;
+                effect.changed = true;
+            }
+            Change::Applied(item) => {
+                if self.store(item, effect) {
+                    self.update_references(effect);
+                }
+            }
+            Change::Deleted(object) => {
+                if self.remove(&object, effect) {
+                    self.update_references(effect);
+                }
+            }
+            Change::Failed(error) => {
+                let watch = self.watch(&scope);
+                watch.errors += 1;
+                watch.last_error = Some(error);
+                effect.watch_status = true;
+            }
+        }
+    }
+
+    fn watch(&mut self, scope: &Scope) -> &mut WatchStatus {
+        self.watches.entry(scope.clone()).or_default()
+    }
+
+    /// Stores one object (or its problem); whether an Ingress changed, so
+    /// that the references need a look.
+    fn store(&mut self, item: Item, effect: &mut Effect) -> bool {
+        effect.changed = true;
+        match item {
+            Item::Object(mut object) => {
+                let object_ref = object.object_ref();
+                self.malformed.remove(&object_ref);
+                // Until every Ingress watch has listed, references are not
+                // known: data is kept for now (and swept then), rather than
+                // dropped and read again one Secret at a time.
+                let references_known = self.ingresses_synced();
+                if let Object::Secret(secret) = &mut object {
+                    if self.referenced.contains(&secret.key) || !references_known {
+                        self.dropped.remove(&secret.key);
+                    } else {
+                        secret.tls_crt = None;
+                        secret.tls_key = None;
+                        self.dropped.insert(secret.key.clone());
+                    }
+                }
+                let is_ingress = object_ref.kind == Kind::Ingress;
+                self.objects.insert(object_ref, object);
+                is_ingress
+            }
+            Item::Malformed { object, reason } => {
+                let removed = self.remove(&object, effect);
+                self.malformed.insert(object, reason);
+                removed
+            }
+        }
+    }
+
+    /// Removes one object (or its problem); whether an Ingress went.
+    fn remove(&mut self, object: &ObjectRef, effect: &mut Effect) -> bool {
+        effect.changed = true;
+        self.malformed.remove(object);
+        let removed = self.objects.remove(object).is_some();
+        if object.kind == Kind::Secret {
+            self.dropped.remove(&object.key);
+            self.fetch_failures.remove(&object.key);
+        }
+        removed && object.kind == Kind::Ingress
+    }
+
+    fn ingresses_synced(&self) -> bool {
+        self.watches
+            .iter()
+            .filter(|(scope, _)| scope.kind == Kind::Ingress)
+            .all(|(_, watch)| watch.synced)
+    }
+
+    /// Drops the data of every Secret no Ingress refers to.
+    fn drop_unreferenced_data(&mut self) {
+        for object in self.objects.values_mut() {
+            if let Object::Secret(secret) = object
+                && !self.referenced.contains(&secret.key)
+            {
+                secret.tls_crt = None;
+                secret.tls_key = None;
+                self.dropped.insert(secret.key.clone());
+            }
+        }
+    }
+
+    /// Recomputes the Secrets referred to; drops the data of those no longer
+    /// referred to, and asks for those newly referred to whose data was
+    /// dropped.
+    fn update_references(&mut self, effect: &mut Effect) {
+        let mut referenced = self.kept.clone();
+        // Ingress is the first kind in the map's order: only they are read.
+        let ingresses = self
+            .objects
+            .iter()
+            .take_while(|(object, _)| object.kind == Kind::Ingress);
+        for (_, object) in ingresses {
+            if let Object::Ingress(ingress) = object {
+                referenced.extend(ingress.tls.iter().filter_map(|tls| {
+                    tls.secret_name
+                        .as_ref()
+                        .map(|name| ObjectKey::new(&ingress.key.namespace, name))
+                }));
+            }
+        }
+        for key in self.referenced.difference(&referenced) {
+            let object_ref = ObjectRef::new(Kind::Secret, key.clone());
+            if let Some(Object::Secret(secret)) = self.objects.get_mut(&object_ref) {
+                secret.tls_crt = None;
+                secret.tls_key = None;
+                self.dropped.insert(key.clone());
+            }
+        }
+        for key in referenced.difference(&self.referenced) {
+            if self.dropped.contains(key) && self.fetching.insert(key.clone()) {
+                effect.fetch.push(key.clone());
+            }
+        }
+        self.referenced = referenced;
+    }
+
+    /// The store to render, and what could not be used.
+    pub fn snapshot(&self) -> (Store, Vec<String>) {
+        let mut store = Store::new();
+        for (object_ref, object) in &self.objects {
+            if object_ref.kind == Kind::Secret && self.dropped.contains(&object_ref.key) {
+                continue;
+            }
+            store.insert(object.clone());
+        }
+        let mut problems: Vec<String> = self
+            .malformed
+            .iter()
+            .map(|(object, reason)| format!("{object}: {reason}"))
+            .collect();
+        problems.extend(
+            self.fetch_failures
+                .iter()
+                .map(|(key, reason)| format!("Secret {key}: cannot read it: {reason}")),
+        );
+        (store, problems)
+    }
+
+    pub fn status(&self) -> ClusterStatus {
+        ClusterStatus {
+            watches: self
+                .watches
+                .iter()
+                .map(|(scope, status)| (scope.to_string(), status.clone()))
+                .collect(),
+            objects: self.objects.len(),
+            malformed: self.malformed.len(),
+            secrets_with_data: self
+                .objects
+                .keys()
+                .filter(|o| o.kind == Kind::Secret && !self.dropped.contains(&o.key))
+                .count(),
+        }
+    }
+}
+
+fn item_ref(item: &Item) -> ObjectRef {
+    match item {
+        Item::Object(object) => object.object_ref(),
+        Item::Malformed { object, .. } => object.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,177 @@
+//! The cluster state without watchers: relists, references, Secret reads.
+
+use hawser_model::{Ingress, IngressTls, Secret};
+
+use super::*;
+use crate::kube::watch::Item;
+
+fn scope(kind: Kind) -> Scope {
+    Scope {
+        kind,
+        namespace: None,
+    }
+}
+
+fn secret(name: &str) -> Item {
+    Item::Object(Object::Secret(Secret {
+        key: ObjectKey::new("app", name),
+        secret_type: "kubernetes.io/tls".into(),
+        tls_crt: Some(b"crt".to_vec()),
+        tls_key: Some(b"key".to_vec()),
+    }))
+}
+
+fn ingress(name: &str, secret: &str) -> Item {
+    Item::Object(Object::Ingress(Ingress {
+        key: ObjectKey::new("app", name),
+        created: None,
+        class_name: None,
+        annotations: BTreeMap::new(),
+        default_backend: None,
+        tls: vec![IngressTls {
+            hosts: vec![],
+            secret_name: Some(secret.into()),
+        }],
+        rules: vec![],
+    }))
+}
+
+fn list(cluster: &mut Cluster, kind: Kind, items: Vec<Item>) -> Effect {
+    let mut effects = Effect::default();
+    let mut changes = vec![Change::Relist];
+    changes.extend(items.into_iter().map(Change::Listed));
+    changes.push(Change::ListDone);
+    for change in changes {
+        let effect = cluster.apply(Message::Watch(scope(kind), change));
+        effects.fetch.extend(effect.fetch);
+    }
+    effects
+}
+
+fn with_data(cluster: &Cluster) -> Vec<String> {
+    let (store, _) = cluster.snapshot();
+    ["a", "b", "c"]
+        .into_iter()
+        .filter(|name| {
+            store
+                .secret(&ObjectKey::new("app", *name))
+                .is_some_and(|s| s.tls_crt.is_some())
+        })
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn secrets_listed_before_ingresses_keep_their_data_until_references_are_known() {
+    let mut cluster = Cluster::new(
+        vec![scope(Kind::Ingress), scope(Kind::Secret)],
+        BTreeSet::new(),
+    );
+    let secrets = list(&mut cluster, Kind::Secret, vec![secret("a"), secret("b")]);
+    assert!(secrets.fetch.is_empty());
+    assert!(!cluster.ready());
+    let ingresses = list(&mut cluster, Kind::Ingress, vec![ingress("i", "a")]);
+    // No Secret read: the data was still there.
+    assert!(ingresses.fetch.is_empty());
+    assert!(cluster.ready());
+    assert_eq!(with_data(&cluster), ["a"]);
+}
+
+#[test]
+fn a_newly_referenced_secret_is_read_once_and_a_stale_read_is_ignored() {
+    let mut cluster = Cluster::new(
+        vec![scope(Kind::Ingress), scope(Kind::Secret)],
+        BTreeSet::new(),
+    );
+    list(&mut cluster, Kind::Ingress, vec![]);
+    list(&mut cluster, Kind::Secret, vec![secret("a"), secret("b")]);
+    assert!(with_data(&cluster).is_empty());
+
+    let effect = cluster.apply(Message::Watch(
+        scope(Kind::Ingress),
+        Change::Applied(ingress("i", "b")),
+    ));
+    assert_eq!(effect.fetch, [ObjectKey::new("app", "b")]);
+    // A second Ingress on the same Secret asks for nothing more.
+    let effect = cluster.apply(Message::Watch(
+        scope(Kind::Ingress),
+        Change::Applied(ingress("j", "b")),
+    ));
+    assert!(effect.fetch.is_empty());
+    assert!(!cluster.ready(), "a render waits for the read");
+
+    // The watch delivers the Secret first: the later read changes nothing.
+    cluster.apply(Message::Watch(
+        scope(Kind::Secret),
+        Change::Applied(secret("b")),
+    ));
+    let Item::Object(Object::Secret(mut stale)) = secret("b") else {
+        unreachable!()
+    };
+    stale.tls_crt = Some(b"old".to_vec());
+    cluster.apply(Message::Fetched {
+        key: ObjectKey::new("app", "b"),
+        result: Ok(Some(stale)),
+    });
+    assert!(cluster.ready());
+    let (store, problems) = cluster.snapshot();
+    assert!(problems.is_empty());
+    assert_eq!(
+        store
+            .secret(&ObjectKey::new("app", "b"))
+            .and_then(|s| s.tls_crt.clone()),
+        Some(b"crt".to_vec())
+    );
+}
+
+#[test]
+fn a_failed_read_is_a_problem_and_does_not_block_renders() {
+    let mut cluster = Cluster::new(
+        vec![scope(Kind::Ingress), scope(Kind::Secret)],
+        BTreeSet::new(),
+    );
+    list(&mut cluster, Kind::Ingress, vec![]);
+    list(&mut cluster, Kind::Secret, vec![secret("a")]);
+    cluster.apply(Message::Watch(
+        scope(Kind::Ingress),
+        Change::Applied(ingress("i", "a")),
+    ));
+    cluster.apply(Message::Fetched {
+        key: ObjectKey::new("app", "a"),
+        result: Err("forbidden".into()),
+    });
+    assert!(cluster.ready());
+    let (_, problems) = cluster.snapshot();
+    assert_eq!(problems, ["Secret app/a: cannot read it: forbidden"]);
+}
+
+#[test]
+fn a_relist_replaces_only_its_own_namespace() {
+    let namespaced = |ns: &str| Scope {
+        kind: Kind::Secret,
+        namespace: Some(ns.into()),
+    };
+    let mut cluster = Cluster::new(
+        vec![namespaced("app"), namespaced("other")],
+        BTreeSet::new(),
+    );
+    let other = Item::Object(Object::Secret(Secret {
+        key: ObjectKey::new("other", "x"),
+        secret_type: "kubernetes.io/tls".into(),
+        tls_crt: None,
+        tls_key: None,
+    }));
+    for (scope, item) in [
+        (namespaced("app"), secret("a")),
+        (namespaced("other"), other),
+    ] {
+        for change in [Change::Relist, Change::Listed(item), Change::ListDone] {
+            cluster.apply(Message::Watch(scope.clone(), change));
+        }
+    }
+    for change in [Change::Relist, Change::ListDone] {
+        cluster.apply(Message::Watch(namespaced("app"), change));
+    }
+    assert_eq!(cluster.status().objects, 1);
+    assert_eq!(cluster.status().watches["Secret app"].lists, 2);
+}

@@ -1,0 +1,491 @@
+//! The cluster source and agent discovery against the fake API server, with
+//! the real kube-rs client and watchers.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hawser_agent::Generation;
+use hawser_fake_api::FakeApi;
+use hawser_model::{Kind, ObjectKey, Store};
+use hawser_render::{RenderConfig, Renderer, generate_default_certificate};
+use http::Method;
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::discovery::v1 as discovery;
+use k8s_openapi::api::networking::v1 as networking;
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+
+use super::*;
+use crate::local::{ControllerStatus, Deliver};
+
+/// Long enough for kube's watcher backoff (0.8 s, then 1.6 s, jittered) to
+/// retry a few times; never reached when things work.
+const PATIENCE: Duration = Duration::from_secs(30);
+
+fn object<K: serde::de::DeserializeOwned>(value: Value) -> K {
+    serde_json::from_value(value).unwrap()
+}
+
+fn ingress(name: &str, host: &str, tls_secret: Option<&str>) -> networking::Ingress {
+    let tls: Vec<Value> = tls_secret
+        .map(|secret| json!({"hosts": [host], "secretName": secret}))
+        .into_iter()
+        .collect();
+    object(json!({
+        "metadata": {"name": name, "namespace": "app"},
+        "spec": {
+            "ingressClassName": "hawser",
+            "tls": tls,
+            "rules": [{"host": host, "http": {"paths": [{
+                "path": "/", "pathType": "Prefix",
+                "backend": {"service": {"name": "web", "port": {"number": 80}}},
+            }]}}],
+        },
+    }))
+}
+
+fn tls_secret(name: &str) -> core::Secret {
+    let pem = generate_default_certificate().unwrap();
+    let mut secret: core::Secret = object(json!({
+        "metadata": {"name": name, "namespace": "app"},
+        "type": "kubernetes.io/tls",
+    }));
+    secret.data = Some(
+        [
+            (
+                "tls.crt".to_string(),
+                k8s_openapi::ByteString(pem.as_bytes().to_vec()),
+            ),
+            (
+                "tls.key".to_string(),
+                k8s_openapi::ByteString(pem.as_bytes().to_vec()),
+            ),
+        ]
+        .into(),
+    );
+    secret
+}
+
+/// An IngressClass, a Service and its EndpointSlice: what every test's
+/// Ingresses route to.
+fn apply_backend(fake: &FakeApi) {
+    fake.apply::<networking::IngressClass>(&object(json!({
+        "metadata": {"name": "hawser"},
+        "spec": {"controller": "hawser.dev/ingress-controller"},
+    })));
+    fake.apply::<core::Service>(&object(json!({
+        "metadata": {"name": "web", "namespace": "app"},
+        "spec": {"ports": [{"port": 80, "targetPort": 8080}]},
+    })));
+    fake.apply::<discovery::EndpointSlice>(&object(json!({
+        "metadata": {
+            "name": "web-1", "namespace": "app",
+            "labels": {"kubernetes.io/service-name": "web"},
+        },
+        "addressType": "IPv4",
+        "ports": [{"port": 8080}],
+        "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": true}}],
+    })));
+}
+
+#[derive(Debug, Clone)]
+struct Deliveries(mpsc::UnboundedSender<(Generation, Arc<Store>)>);
+
+impl Deliver for Deliveries {
+    fn deliver(&self, generation: Generation, store: &Arc<Store>, _: &hawser_render::Rendered) {
+        let _ = self.0.send((generation, Arc::clone(store)));
+    }
+}
+
+/// A running cluster source and what it delivers.
+struct Source {
+    deliveries: mpsc::UnboundedReceiver<(Generation, Arc<Store>)>,
+    status: watch::Receiver<ControllerStatus>,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+}
+
+impl Source {
+    fn start(client: ::kube::Client, options: KubeSourceOptions) -> Source {
+        let (tx, deliveries) = mpsc::unbounded_channel();
+        let (status_tx, status) = watch::channel(ControllerStatus::default());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let renderer = Renderer::new(RenderConfig::default()).unwrap();
+        let task = tokio::spawn(run_kube(
+            client,
+            options,
+            renderer,
+            Deliveries(tx),
+            1,
+            status_tx,
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        Source {
+            deliveries,
+            status,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    async fn next_delivery(&mut self) -> (Generation, Arc<Store>) {
+        tokio::time::timeout(PATIENCE, self.deliveries.recv())
+            .await
+            .expect("no render was delivered in time")
+            .expect("the source stopped")
+    }
+
+    /// The first delivered store that satisfies `check`.
+    async fn delivery_where(&mut self, check: impl Fn(&Store) -> bool) -> (Generation, Arc<Store>) {
+        loop {
+            let (generation, store) = self.next_delivery().await;
+            if check(&store) {
+                return (generation, store);
+            }
+        }
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        tokio::time::timeout(PATIENCE, self.task)
+            .await
+            .expect("the source did not stop")
+            .unwrap();
+    }
+}
+
+fn hosts(store: &Store) -> Vec<String> {
+    store
+        .ingresses()
+        .map(|i| {
+            let host = i.rules[0].host.clone().unwrap_or_default();
+            format!("{}={host}", i.key.name)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn initial_list_then_watch_events_render_new_generations() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    fake.apply(&ingress("a", "a.example.com", None));
+    let mut source = Source::start(client, KubeSourceOptions::default());
+
+    let (generation, store) = source.next_delivery().await;
+    assert_eq!(generation, 1);
+    assert_eq!(hosts(&store), ["a=a.example.com"]);
+    assert!(store.service(&ObjectKey::new("app", "web")).is_some());
+    assert_eq!(
+        store
+            .endpoint_slices_for(&ObjectKey::new("app", "web"))
+            .count(),
+        1
+    );
+    assert_eq!(store.ingress_classes().count(), 1);
+
+    fake.apply(&ingress("b", "b.example.com", None));
+    let (generation, store) = source.next_delivery().await;
+    assert_eq!(generation, 2);
+    assert_eq!(hosts(&store), ["a=a.example.com", "b=b.example.com"]);
+
+    fake.apply(&ingress("a", "new.example.com", None));
+    let (generation, store) = source.next_delivery().await;
+    assert_eq!(generation, 3);
+    assert_eq!(hosts(&store), ["a=new.example.com", "b=b.example.com"]);
+
+    fake.delete::<networking::Ingress>("app", "a");
+    let (generation, store) = source.next_delivery().await;
+    assert_eq!(generation, 4);
+    assert_eq!(hosts(&store), ["b=b.example.com"]);
+
+    let status = source.status.borrow().clone();
+    assert_eq!(status.generation, Some(4));
+    let cluster = status.cluster.unwrap();
+    assert_eq!(cluster.watches.len(), 5);
+    assert!(cluster.watches.values().all(|w| w.synced && w.lists == 1));
+    source.stop().await;
+}
+
+#[tokio::test]
+async fn one_render_for_a_burst_of_changes() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    let mut source = Source::start(client, KubeSourceOptions::default());
+    let (generation, _) = source.next_delivery().await;
+    assert_eq!(generation, 1);
+    for i in 0..20 {
+        fake.apply(&ingress(
+            &format!("i{i:02}"),
+            &format!("h{i}.example.com"),
+            None,
+        ));
+    }
+    let (generation, store) = source.next_delivery().await;
+    assert_eq!(generation, 2);
+    assert_eq!(store.ingresses().count(), 20);
+    source.stop().await;
+}
+
+#[tokio::test]
+async fn watch_error_and_gone_relist_recover_what_changed_meanwhile() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    fake.apply(&ingress("a", "a.example.com", None));
+    fake.apply(&ingress("b", "b.example.com", None));
+    let mut source = Source::start(client, KubeSourceOptions::default());
+    source.next_delivery().await;
+
+    // The connection drops, the next watch fails, and while the source is
+    // away objects change and the API server compacts its history: the
+    // watchers' resourceVersions are too old (410), so they relist.
+    fake.fail_next_watch();
+    fake.break_watches();
+    fake.apply(&ingress("a", "changed.example.com", None));
+    fake.delete::<networking::Ingress>("app", "b");
+    fake.apply(&ingress("c", "c.example.com", None));
+    fake.compact();
+
+    let (_, store) = source
+        .delivery_where(|s| hosts(s) == ["a=changed.example.com", "c=c.example.com"])
+        .await;
+    assert!(store.service(&ObjectKey::new("app", "web")).is_some());
+    assert_eq!(store.ingress_classes().count(), 1);
+
+    // Every watch relists (each after its own backoff), and says so.
+    let relisted = |s: &ControllerStatus| {
+        s.cluster.as_ref().is_some_and(|c| {
+            c.watches
+                .values()
+                .all(|w| w.lists >= 2 && w.errors >= 1 && w.last_error.is_none())
+        })
+    };
+    let mut status = source.status.clone();
+    let all_relisted = tokio::time::timeout(PATIENCE, status.wait_for(relisted))
+        .await
+        .is_ok();
+    assert!(all_relisted, "{:#?}", source.status.borrow().cluster);
+    let failed = fake
+        .requests()
+        .iter()
+        .filter(|(m, p)| *m == Method::GET && p.contains("watch=true"))
+        .count();
+    assert!(failed >= 10, "five watches, then five re-watches");
+
+    // And it keeps watching.
+    fake.apply(&ingress("d", "d.example.com", None));
+    source
+        .delivery_where(|s| hosts(s).contains(&"d=d.example.com".to_string()))
+        .await;
+    source.stop().await;
+}
+
+#[tokio::test]
+async fn managed_fields_and_last_applied_are_never_kept() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    let mut bulky = serde_json::to_value(ingress("a", "a.example.com", None)).unwrap();
+    bulky["metadata"]["annotations"] = json!({
+        LAST_APPLIED_ANNOTATION: "{\"a whole copy\": true}",
+        "hawser.dev/balance": "leastconn",
+    });
+    bulky["metadata"]["managedFields"] = json!([{
+        "manager": "kubectl", "operation": "Apply", "apiVersion": "networking.k8s.io/v1",
+        "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}},
+    }]);
+    fake.apply_value::<networking::Ingress>(bulky);
+    // The API server holds them; the source must not.
+    let stored = fake.get::<networking::Ingress>("app", "a").unwrap();
+    assert!(stored.metadata.managed_fields.is_some());
+
+    let mut source = Source::start(client, KubeSourceOptions::default());
+    let (_, store) = source.next_delivery().await;
+    let ingress = store.ingresses().next().unwrap();
+    assert_eq!(
+        ingress.annotations.keys().collect::<Vec<_>>(),
+        ["hawser.dev/balance"]
+    );
+    source.stop().await;
+}
+
+#[test]
+fn trim_drops_managed_fields_and_last_applied() {
+    let mut meta: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta = object(json!({
+        "name": "a",
+        "annotations": {LAST_APPLIED_ANNOTATION: "{}", "keep": "me"},
+        "managedFields": [{"manager": "kubectl"}],
+    }));
+    super::watch::trim(&mut meta);
+    assert!(meta.managed_fields.is_none());
+    assert_eq!(
+        meta.annotations.unwrap(),
+        BTreeMap::from([("keep".to_string(), "me".to_string())])
+    );
+}
+
+#[tokio::test]
+async fn secret_data_is_kept_only_while_an_ingress_refers_to_it() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    fake.apply(&tls_secret("used"));
+    fake.apply(&tls_secret("spare"));
+    let mut opaque = tls_secret("opaque");
+    opaque.type_ = Some("Opaque".into());
+    fake.apply(&opaque);
+    fake.apply(&ingress("a", "a.example.com", Some("used")));
+    let mut source = Source::start(client, KubeSourceOptions::default());
+
+    let with_data = |store: &Store, name: &str| {
+        store
+            .secret(&ObjectKey::new("app", name))
+            .is_some_and(|s| s.tls_crt.is_some() && s.tls_key.is_some())
+    };
+    let (_, store) = source.next_delivery().await;
+    assert!(with_data(&store, "used"));
+    assert!(store.secret(&ObjectKey::new("app", "spare")).is_none());
+    assert!(store.secret(&ObjectKey::new("app", "opaque")).is_none());
+    let secret_watches: Vec<String> = fake
+        .requests()
+        .into_iter()
+        .filter(|(_, p)| p.starts_with("/api/v1/secrets"))
+        .map(|(_, p)| p)
+        .collect();
+    assert!(
+        secret_watches
+            .iter()
+            .all(|p| p.contains("fieldSelector=type%3Dkubernetes.io%2Ftls")),
+        "{secret_watches:#?}"
+    );
+
+    // An Ingress starts to refer to the spare Secret: its data is read once.
+    fake.clear_requests();
+    fake.apply(&ingress("b", "b.example.com", Some("spare")));
+    let (_, store) = source.delivery_where(|s| with_data(s, "spare")).await;
+    assert!(with_data(&store, "used"));
+    assert!(
+        fake.requests().contains(&(
+            Method::GET,
+            "/api/v1/namespaces/app/secrets/spare".to_string()
+        )),
+        "{:#?}",
+        fake.requests()
+    );
+
+    // No Ingress refers to `used` any more: its data goes.
+    fake.apply(&ingress("a", "a.example.com", None));
+    let (_, store) = source
+        .delivery_where(|s| s.secret(&ObjectKey::new("app", "used")).is_none())
+        .await;
+    assert!(with_data(&store, "spare"));
+    assert_eq!(
+        source
+            .status
+            .borrow()
+            .cluster
+            .as_ref()
+            .unwrap()
+            .secrets_with_data,
+        1
+    );
+    source.stop().await;
+}
+
+#[tokio::test]
+async fn a_malformed_object_is_reported_and_the_others_render() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    fake.apply(&ingress("good", "good.example.com", None));
+    fake.apply_value::<networking::Ingress>(json!({
+        "metadata": {"name": "bad", "namespace": "app"},
+        "spec": {"rules": "not a list"},
+    }));
+    fake.apply_value::<networking::Ingress>(json!({
+        "metadata": {"name": "no-path-type", "namespace": "app"},
+        "spec": {"rules": [{"http": {"paths": [{
+            "path": "/", "backend": {"service": {"name": "web", "port": {"number": 80}}},
+        }]}}]},
+    }));
+    let mut source = Source::start(client, KubeSourceOptions::default());
+    let (_, store) = source.next_delivery().await;
+    assert_eq!(hosts(&store), ["good=good.example.com"]);
+    let status = source.status.borrow().clone();
+    assert_eq!(
+        status.source_problems.len(),
+        2,
+        "{:#?}",
+        status.source_problems
+    );
+    assert!(status.source_problems[0].starts_with("Ingress app/bad: cannot read it"));
+    assert!(status.source_problems[1].starts_with("Ingress app/no-path-type: "));
+    assert_eq!(status.cluster.unwrap().malformed, 2);
+
+    // Fixed, it renders; the problem goes.
+    fake.apply(&ingress("bad", "bad.example.com", None));
+    source
+        .delivery_where(|s| hosts(s).contains(&"bad=bad.example.com".to_string()))
+        .await;
+    assert_eq!(source.status.borrow().source_problems.len(), 1);
+    source.stop().await;
+}
+
+#[tokio::test]
+async fn namespaces_and_label_selectors_limit_what_is_watched() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    let labelled = |name: &str, namespace: &str| {
+        let mut i = ingress(name, &format!("{name}.example.com"), None);
+        i.metadata.namespace = Some(namespace.into());
+        i.metadata.labels = Some([("hawser.dev/expose".to_string(), "true".to_string())].into());
+        i
+    };
+    fake.apply(&labelled("shown", "app"));
+    fake.apply(&labelled("elsewhere", "other"));
+    fake.apply(&ingress("unlabelled", "unlabelled.example.com", None));
+    let options = KubeSourceOptions {
+        namespaces: vec!["app".into()],
+        label_selectors: [(Kind::Ingress, "hawser.dev/expose=true".to_string())].into(),
+        ..KubeSourceOptions::default()
+    };
+    let mut source = Source::start(client, options);
+    let (_, store) = source.next_delivery().await;
+    assert_eq!(hosts(&store), ["shown=shown.example.com"]);
+    let watches = source.status.borrow().cluster.clone().unwrap().watches;
+    assert_eq!(
+        watches.keys().collect::<Vec<_>>(),
+        [
+            "EndpointSlice app",
+            "Ingress app",
+            "IngressClass",
+            "Secret app",
+            "Service app"
+        ]
+    );
+    assert!(
+        fake.requests()
+            .iter()
+            .filter(|(_, p)| p.contains("ingresses"))
+            .all(
+                |(_, p)| p.starts_with("/apis/networking.k8s.io/v1/namespaces/app/ingresses")
+                    && p.contains("labelSelector=hawser.dev%2Fexpose%3Dtrue")
+            )
+    );
+    source.stop().await;
+}
+
+#[tokio::test]
+async fn nothing_renders_before_every_watch_has_listed() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    fake.apply(&ingress("a", "a.example.com", None));
+    let mut source = Source::start(client, KubeSourceOptions::default());
+    // Every watch lists, but nothing renders twice: one delivery.
+    let (generation, store) = source.next_delivery().await;
+    assert_eq!((generation, store.len()), (1, 4));
+    assert_eq!(source.status.borrow().renders, 1);
+    source.stop().await;
+}

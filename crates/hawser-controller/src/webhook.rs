@@ -1,0 +1,23 @@
+//! The admission webhook: an Ingress or a HawserConfig is admitted only if
+//! the configuration it would produce renders, names no rejected object, and
+//! passes the same checks as the gate — checked on the current objects plus
+//! the candidate, never by running anything a user could inject.
+//!
+//! ```text
+//!  AdmissionReview ──► candidate (Ingress | HawserConfig) + current store ──► dry-run render
+//!                                                                               │ rejected object? ─► deny, naming it
+//!                                                                               │ code or host files? ─► deny (never run)
+//!                                                                               │ haproxy -c (the gate) ─► deny with HAProxy's words
+//!                     ◄── allowed (with the render's warnings) ◄─────────────────┘
+//! ```
+
+mod review;
+mod safety;
+mod server;
+
+pub use review::{Candidate, Verdict, review};
+pub use safety::unsafe_directives;
+pub use server::{WebhookState, router, serve_tls};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,144 @@
+//! The verdict on one candidate object: a dry-run render of the current
+//! objects with the candidate in place, then the gate's checks.
+
+use std::time::Duration;
+
+use hawser_crd::HawserConfigSpec;
+use hawser_haproxy::HaproxyBinary;
+use hawser_model::{Ingress, Object, ObjectRef, Store};
+use hawser_render::{CONFIG_PATH, CertificatePem, RenderConfig, Renderer, Severity};
+use k8s_openapi::api::networking::v1 as networking;
+
+use super::safety::unsafe_directives;
+use crate::gate::{self, GateError};
+
+/// What is being admitted.
+#[derive(Debug, Clone)]
+pub enum Candidate {
+    Ingress(Box<networking::Ingress>),
+    Config(Box<HawserConfigSpec>),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    pub allowed: bool,
+    /// Why not, naming the object, template or line at fault.
+    pub reason: Option<String>,
+    /// Caveats of an admitted object (a missing Service, a lost conflict).
+    pub warnings: Vec<String>,
+}
+
+impl Verdict {
+    fn deny(reason: impl Into<String>) -> Self {
+        Verdict {
+            allowed: false,
+            reason: Some(reason.into()),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// How long the check may take: well inside the API server's webhook timeout.
+pub const REVIEW_DEADLINE: Duration = Duration::from_secs(4);
+
+/// Judges `candidate` against `store` under `config`. `haproxy` runs the
+/// gate's `haproxy -c` when given (after the safety scan).
+pub async fn review(
+    store: &Store,
+    config: &RenderConfig,
+    default_certificate: &CertificatePem,
+    haproxy: Option<&HaproxyBinary>,
+    candidate: &Candidate,
+) -> Verdict {
+    let (store, config, subject) = match candidate {
+        Candidate::Ingress(ingress) => {
+            let model = match Ingress::from_k8s(ingress) {
+                Ok(model) => model,
+                Err(e) => return Verdict::deny(format!("the Ingress cannot be read: {e}")),
+            };
+            let mut with = store.clone();
+            let object = Object::Ingress(model);
+            let subject = object.object_ref();
+            with.insert(object);
+            (with, config.clone(), Some(subject))
+        }
+        Candidate::Config(spec) => match spec.render_config() {
+            Ok(config) => (store.clone(), config, None),
+            Err(e) => return Verdict::deny(format!("HawserConfig: {e}")),
+        },
+    };
+    let renderer = match Renderer::new(config.clone()) {
+        Ok(r) => r.with_default_certificate(default_certificate.clone()),
+        Err(e) => return Verdict::deny(format!("HawserConfig templates: {e}")),
+    };
+    let rendered = match renderer.render(&store) {
+        Ok(rendered) => rendered,
+        Err(e) => return Verdict::deny(format!("the configuration would not render: {e}")),
+    };
+    let about = |object: &ObjectRef| subject.as_ref().is_none_or(|s| s == object);
+    if let Some(rejected) = rendered
+        .diagnostics
+        .iter()
+        .find(|d| d.severity == Severity::Rejected && about(&d.object))
+    {
+        return Verdict::deny(rejected.to_string());
+    }
+    let warnings: Vec<String> = rendered
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Warning && about(&d.object))
+        .map(ToString::to_string)
+        .collect();
+
+    let text = rendered.files.text(CONFIG_PATH).unwrap_or_default();
+    let allowed: Vec<&str> = [
+        config.settings.runtime_socket.as_deref(),
+        config.settings.server_state_file.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let found = unsafe_directives(text, &allowed);
+    if !found.is_empty() {
+        return Verdict::deny(format!(
+            "the configuration would run code or open files outside its tree, which hawser never checks or serves from a HawserConfig: {}",
+            found.join("; ")
+        ));
+    }
+    if let Some(haproxy) = haproxy {
+        match tokio::time::timeout(REVIEW_DEADLINE, gate::check(haproxy, &rendered.files)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e @ (GateError::Rejected { .. } | GateError::Unrunnable { .. }))) => {
+                return Verdict::deny(e.to_string());
+            }
+            Ok(Err(e)) => {
+                // The check itself could not run: admit, and say so.
+                let mut verdict = Verdict {
+                    allowed: true,
+                    reason: None,
+                    warnings,
+                };
+                verdict
+                    .warnings
+                    .push(format!("not checked with haproxy -c: {e}"));
+                return verdict;
+            }
+            Err(_) => {
+                let mut verdict = Verdict {
+                    allowed: true,
+                    reason: None,
+                    warnings,
+                };
+                verdict.warnings.push(format!(
+                    "haproxy -c took longer than {REVIEW_DEADLINE:?}; not checked"
+                ));
+                return verdict;
+            }
+        }
+    }
+    Verdict {
+        allowed: true,
+        reason: None,
+        warnings,
+    }
+}

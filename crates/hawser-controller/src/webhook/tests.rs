@@ -1,0 +1,141 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
+
+use std::sync::Arc;
+
+use hawser_model::Store;
+use hawser_render::{RenderConfig, generate_default_certificate};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tower::ServiceExt as _;
+
+use super::*;
+use crate::fleet::Snapshot;
+
+fn ingress(path: &str) -> Value {
+    json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": { "name": "shop", "namespace": "web" },
+        "spec": {
+            "ingressClassName": "hawser",
+            "rules": [{ "host": "shop.example.com", "http": { "paths": [{
+                "path": path, "pathType": "Prefix",
+                "backend": { "service": { "name": "shop", "port": { "number": 80 } } }
+            }]}}]
+        }
+    })
+}
+
+fn config(snippet: &str) -> Value {
+    json!({
+        "apiVersion": "hawser.dev/v1alpha1",
+        "kind": "HawserConfig",
+        "metadata": { "name": "hawser", "namespace": "hawser" },
+        "spec": { "templates": { "snippets": { "global-extra": snippet } } }
+    })
+}
+
+fn admission(object: Value) -> Value {
+    let kind = object["kind"].clone();
+    let (group, version) = match kind.as_str() {
+        Some("Ingress") => ("networking.k8s.io", "v1"),
+        _ => ("hawser.dev", "v1alpha1"),
+    };
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "0b6c2e36-1111-2222-3333-444455556666",
+            "kind": { "group": group, "version": version, "kind": kind },
+            "resource": { "group": group, "version": version, "resource": "x" },
+            "name": object["metadata"]["name"],
+            "namespace": object["metadata"]["namespace"],
+            "operation": "CREATE",
+            "userInfo": { "username": "someone" },
+            "object": object,
+            "dryRun": false
+        }
+    })
+}
+
+async fn ask(object: Value) -> Value {
+    let class: hawser_model::IngressClass = hawser_model::IngressClass::from_k8s(
+        &serde_json::from_value(json!({
+            "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+            "metadata": { "name": "hawser" },
+            "spec": { "controller": hawser_render::INGRESS_CONTROLLER }
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let mut store = Store::new();
+    store.insert(hawser_model::Object::IngressClass(class));
+    let (_tx, snapshots) = watch::channel(Some(Arc::new(Snapshot {
+        generation: 1,
+        store: Arc::new(store),
+    })));
+    let state = WebhookState {
+        snapshots,
+        config: Arc::new(RenderConfig::default()),
+        default_certificate: generate_default_certificate().unwrap(),
+        haproxy: None,
+    };
+    let request = axum::http::Request::post("/validate")
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(admission(object).to_string()))
+        .unwrap();
+    let response = router(state).oneshot(request).await.unwrap();
+    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let review: Value = serde_json::from_slice(&body).unwrap();
+    review["response"].clone()
+}
+
+#[tokio::test]
+async fn a_valid_ingress_is_admitted_with_the_renders_warnings() {
+    let response = ask(ingress("/shop")).await;
+    assert_eq!(response["allowed"], true, "{response:#}");
+    assert_eq!(response["uid"], "0b6c2e36-1111-2222-3333-444455556666");
+    let warnings = response["warnings"].to_string();
+    assert!(
+        warnings.contains("web/shop"),
+        "the missing Service is a warning: {response:#}"
+    );
+}
+
+#[tokio::test]
+async fn an_injection_attempt_is_denied_naming_the_object() {
+    let response = ask(ingress("/shop\n  lua-load /tmp/x.lua")).await;
+    assert_eq!(response["allowed"], false, "{response:#}");
+    let message = response["status"]["message"].as_str().unwrap();
+    assert!(message.contains("Ingress web/shop"), "{message}");
+}
+
+#[tokio::test]
+async fn a_config_that_would_run_code_is_denied_before_anything_runs() {
+    let response = ask(config("lua-load /etc/hawser/x.lua")).await;
+    assert_eq!(response["allowed"], false, "{response:#}");
+    let message = response["status"]["message"].as_str().unwrap();
+    assert!(message.contains("lua-load"), "{message}");
+}
+
+#[tokio::test]
+async fn a_config_with_bad_settings_is_denied_naming_the_field() {
+    let mut object = config("# fine");
+    object["spec"]["settings"] = json!({ "httpPort": 80, "httpsPort": 80 });
+    let response = ask(object).await;
+    assert_eq!(response["allowed"], false, "{response:#}");
+    assert!(
+        response["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("httpPort")
+    );
+}
+
+#[tokio::test]
+async fn a_good_config_is_admitted() {
+    let response = ask(config("# tuned by the platform team")).await;
+    assert_eq!(response["allowed"], true, "{response:#}");
+}
