@@ -44,9 +44,13 @@ impl AdminState {
             .agent
             .as_ref()
             .is_none_or(|a| a.status().borrow().is_ready());
+        // A leader is ready when every agent serves its newest render; a
+        // standby (not leading) once it renders, so it can take over and
+        // answer the webhook.
         let fleet_ready = self.fleet.as_ref().is_none_or(|f| {
             let generation = self.controller.borrow().generation;
-            generation.is_some_and(|g| f.borrow().converged_at(g))
+            let fleet = f.borrow();
+            generation.is_some_and(|g| fleet.epoch.is_none() || fleet.converged_at(g))
         });
         agent_ready && fleet_ready
     }

@@ -25,19 +25,21 @@
 //! accept it.
 
 mod build;
+#[cfg(test)]
+mod leader_tests;
 mod link;
 mod members;
 mod push;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use hawser_model::Store;
-use hawser_render::{CertificatePem, RenderConfig};
+use hawser_model::{Kind, ObjectKey, ObjectRef, Store};
+use hawser_render::{CertificatePem, RenderConfig, Severity};
 use rustls_pki_types::CertificateDer;
 use serde::Serialize;
 use tokio::sync::watch;
@@ -86,8 +88,10 @@ pub struct FleetConfig {
     pub tls: ClientTls,
     pub render: RenderConfig,
     pub default_certificate: CertificatePem,
-    /// This controller's leader epoch; agents refuse lower ones.
-    pub epoch: u64,
+    /// `Some(epoch)` while this controller leads (agents refuse pushes of
+    /// a lower epoch); `None` stops every push at once. A static controller
+    /// sends `Some` once and keeps it.
+    pub leader: watch::Receiver<Option<u64>>,
     /// Sent with every Apply, for the agents' logs.
     pub controller: String,
     /// How long to wait before retrying an unreachable agent.
@@ -99,6 +103,8 @@ pub struct FleetConfig {
 pub struct Snapshot {
     pub generation: u64,
     pub store: Arc<Store>,
+    /// The Ingresses this render serves (ours, not rejected).
+    pub served: Arc<BTreeSet<ObjectKey>>,
 }
 
 /// One agent, as the controller sees it.
@@ -126,7 +132,8 @@ pub struct AgentLinkStatus {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct FleetStatus {
-    pub epoch: u64,
+    /// This controller's leader epoch; `None` while it does not lead.
+    pub epoch: Option<u64>,
     pub agents: BTreeMap<String, AgentLinkStatus>,
 }
 
@@ -159,7 +166,7 @@ impl Fleet {
         )?);
         let (snapshots, snapshots_rx) = watch::channel(None);
         let (status_tx, status) = watch::channel(FleetStatus {
-            epoch: config.epoch,
+            epoch: *config.leader.borrow(),
             agents: BTreeMap::new(),
         });
         let (stop, stop_rx) = watch::channel(false);
@@ -238,10 +245,34 @@ impl Fleet {
 pub struct FleetSink(Arc<watch::Sender<Option<Arc<Snapshot>>>>);
 
 impl Deliver for FleetSink {
-    fn deliver(&self, generation: u64, store: &Arc<Store>, _rendered: &hawser_render::Rendered) {
+    fn deliver(&self, generation: u64, store: &Arc<Store>, rendered: &hawser_render::Rendered) {
         self.0.send_replace(Some(Arc::new(Snapshot {
             generation,
             store: Arc::clone(store),
+            served: Arc::new(served_ingresses(store, rendered)),
         })));
+    }
+}
+
+/// The Ingresses a render serves: ours (by class) and not rejected.
+pub fn served_ingresses(store: &Store, rendered: &hawser_render::Rendered) -> BTreeSet<ObjectKey> {
+    let left_out: BTreeSet<&ObjectRef> = rendered
+        .diagnostics
+        .iter()
+        .filter(|d| matches!(d.severity, Severity::Rejected | Severity::Ignored))
+        .map(|d| &d.object)
+        .collect();
+    store
+        .ingresses()
+        .map(|i| ObjectRef::new(Kind::Ingress, i.key.clone()))
+        .filter(|r| !left_out.contains(r))
+        .map(|r| r.key)
+        .collect()
+}
+
+impl FleetSink {
+    /// Every snapshot delivered (the webhook and the status writer follow it).
+    pub fn subscribe(&self) -> watch::Receiver<Option<Arc<Snapshot>>> {
+        self.0.subscribe()
     }
 }

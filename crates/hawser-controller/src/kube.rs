@@ -26,6 +26,8 @@
 
 mod cluster;
 mod discovery;
+mod leader;
+mod status;
 mod watch;
 
 #[cfg(test)]
@@ -45,6 +47,8 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 pub use discovery::{AgentDiscovery, discover_agents};
+pub use leader::{LeaseOptions, lead};
+pub use status::{SERVICE_POLL, publish_status};
 
 use self::cluster::Cluster;
 use crate::local::{ControllerStatus, DEBOUNCE, Deliver, RenderCycle, SourceRead};

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 mod split;
-pub use split::{AgentArgs, AgentCommand, AgentServeArgs, ControllerArgs};
+pub use split::{AgentArgs, AgentCommand, AgentServeArgs, ClusterArgs, ControllerArgs};
 
 /// hawser: a template-driven HAProxy ingress controller for Kubernetes.
 ///
@@ -54,8 +54,10 @@ pub enum Command {
     /// `hawser agent health` and `hawser agent state` ask a running agent
     /// over its local socket, with no certificate involved.
     Agent(AgentArgs),
-    /// Render a manifests directory on every change and push each render to
-    /// the agents (--agent, repeated) over mutual TLS 1.3.
+    /// Render every change and push each render to the agents over mutual
+    /// TLS 1.3: from a manifests directory to the agents given with --agent,
+    /// or from the cluster (--kubernetes) to the agents found by label, by
+    /// the leader elected on a Lease.
     ///
     /// Only the files an agent lacks travel. `--admin` serves /healthz,
     /// /readyz, /status (per-agent state) and /metrics.

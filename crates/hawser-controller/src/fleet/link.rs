@@ -49,6 +49,9 @@ impl Link {
     pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
         let mut live: Option<Live> = None;
         let mut tls_revision = self.config.tls.revision.clone();
+        let mut leader = self.config.leader.clone();
+        // A static controller may drop its sender: the last value stays.
+        let mut leader_open = true;
         loop {
             if *stop.borrow() {
                 return;
@@ -72,6 +75,7 @@ impl Link {
                 _ = stop.changed() => return,
                 _ = self.snapshots.changed() => {}
                 _ = tls_revision.changed() => {}
+                changed = leader.changed(), if leader_open => leader_open = changed.is_ok(),
                 () = state_changed => {}
                 () = tokio::time::sleep(self.config.retry) => {}
             }
@@ -220,7 +224,23 @@ impl Link {
             }
         };
         let held = built.held_by(&state);
-        let epoch = self.config.epoch;
+        let leading = *self.config.leader.borrow();
+        self.status.send_if_modified(|s| {
+            let changed = s.epoch != leading;
+            s.epoch = leading;
+            changed
+        });
+        let Some(epoch) = leading else {
+            // Not the leader: keep the connection and the state warm, push nothing.
+            self.update(|a| {
+                a.connected = true;
+                a.target_generation = Some(built.generation);
+                a.agent_desired_generation = state.desired_generation;
+                a.agent_applied_generation = state.applied_generation;
+                a.converged = held && state.applied_generation == state.desired_generation;
+            });
+            return true;
+        };
         self.update(|a| {
             a.connected = true;
             a.target_generation = Some(built.generation);

@@ -33,7 +33,7 @@ fn fleet(agents: &[&str]) -> Fleet {
         },
         render: RenderConfig::default(),
         default_certificate: generate_default_certificate().unwrap(),
-        epoch: 1,
+        leader: watch::channel(Some(1)).1,
         controller: "test".into(),
         retry: Duration::from_millis(20),
     })

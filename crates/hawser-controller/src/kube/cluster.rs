@@ -167,11 +167,10 @@ impl Cluster {
     /// Stores one object (or its problem); whether an Ingress changed, so
     /// that the references need a look.
     fn store(&mut self, item: Item, effect: &mut Effect) -> bool {
-        effect.changed = true;
         match item {
             Item::Object(mut object) => {
                 let object_ref = object.object_ref();
-                self.malformed.remove(&object_ref);
+                let was_malformed = self.malformed.remove(&object_ref).is_some();
                 // Until every Ingress watch has listed, references are not
                 // known: data is kept for now (and swept then), rather than
                 // dropped and read again one Secret at a time.
@@ -186,10 +185,16 @@ impl Cluster {
                     }
                 }
                 let is_ingress = object_ref.kind == Kind::Ingress;
+                // An update that changes nothing hawser keeps (a status
+                // write, hawser's own included) renders nothing.
+                if was_malformed || self.objects.get(&object_ref) != Some(&object) {
+                    effect.changed = true;
+                }
                 self.objects.insert(object_ref, object);
                 is_ingress
             }
             Item::Malformed { object, reason } => {
+                effect.changed = true;
                 let removed = self.remove(&object, effect);
                 self.malformed.insert(object, reason);
                 removed

@@ -489,3 +489,124 @@ async fn nothing_renders_before_every_watch_has_listed() {
     assert_eq!(source.status.borrow().renders, 1);
     source.stop().await;
 }
+
+fn publish_service(ip: &str) -> core::Service {
+    object(json!({
+        "metadata": {"name": "hawser-haproxy", "namespace": "hawser"},
+        "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
+        "status": {"loadBalancer": {"ingress": [{"ip": ip}]}},
+    }))
+}
+
+fn status_writes(fake: &FakeApi) -> usize {
+    fake.requests()
+        .iter()
+        .filter(|(method, path)| {
+            *method == Method::PATCH && path.contains("/ingresses/") && path.contains("/status")
+        })
+        .count()
+}
+
+async fn ingress_ip_becomes(fake: &FakeApi, ip: &str) {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let current = fake
+            .get::<networking::Ingress>("app", "a")
+            .and_then(|i| i.status)
+            .and_then(|s| s.load_balancer)
+            .and_then(|lb| lb.ingress)
+            .and_then(|i| i.first().and_then(|x| x.ip.clone()));
+        if current.as_deref() == Some(ip) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the Ingress status never showed {ip} (it shows {current:?})"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn ingress_status_is_written_once_per_real_change_by_the_leader_only() {
+    let (fake, client) = FakeApi::start();
+    fake.apply(&ingress("a", "a.example.com", None));
+    fake.apply(&publish_service("203.0.113.7"));
+    let served: std::collections::BTreeSet<ObjectKey> = [ObjectKey::new("app", "a")].into();
+    let snapshot = |generation| {
+        Some(Arc::new(crate::fleet::Snapshot {
+            generation,
+            store: Arc::new(Store::new()),
+            served: Arc::new(served.clone()),
+        }))
+    };
+    let (snapshots_tx, snapshots) = watch::channel(snapshot(1));
+    let (leading_tx, leading) = watch::channel(Some(3));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(publish_status(
+        client,
+        ObjectKey::new("hawser", "hawser-haproxy"),
+        snapshots,
+        leading,
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    ingress_ip_becomes(&fake, "203.0.113.7").await;
+    assert_eq!(status_writes(&fake), 1);
+
+    // New renders with the same addresses write nothing.
+    snapshots_tx.send_replace(snapshot(2));
+    snapshots_tx.send_replace(snapshot(3));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(status_writes(&fake), 1, "{:?}", fake.requests());
+
+    // Not leading: a new address is left for the leader.
+    leading_tx.send_replace(None);
+    fake.apply(&publish_service("203.0.113.8"));
+    snapshots_tx.send_replace(snapshot(4));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(status_writes(&fake), 1);
+
+    // Leading again: the new address, once.
+    leading_tx.send_replace(Some(4));
+    ingress_ip_becomes(&fake, "203.0.113.8").await;
+    snapshots_tx.send_replace(snapshot(5));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(status_writes(&fake), 2);
+    let _ = stop.send(());
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn a_status_write_renders_nothing() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    fake.apply(&ingress("a", "a.example.com", None));
+    let mut source = Source::start(client.clone(), KubeSourceOptions::default());
+    source.next_delivery().await;
+    let renders = source.status.borrow().renders;
+
+    let ingresses: ::kube::Api<networking::Ingress> = ::kube::Api::namespaced(client, "app");
+    let patch = json!({"status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}});
+    ingresses
+        .patch_status(
+            "a",
+            &::kube::api::PatchParams::default(),
+            &::kube::api::Patch::Merge(&patch),
+        )
+        .await
+        .unwrap();
+    // Longer than the debounce: a render would have happened by now.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        source.status.borrow().renders,
+        renders,
+        "the status write caused a render"
+    );
+    // A real change still renders.
+    fake.apply(&ingress("a", "b.example.com", None));
+    let (_, store) = source.next_delivery().await;
+    assert_eq!(hosts(&store), ["a=b.example.com"]);
+    source.stop().await;
+}

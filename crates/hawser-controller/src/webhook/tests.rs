@@ -73,6 +73,7 @@ async fn ask(object: Value) -> Value {
     let (_tx, snapshots) = watch::channel(Some(Arc::new(Snapshot {
         generation: 1,
         store: Arc::new(store),
+        served: Arc::default(),
     })));
     let state = WebhookState {
         snapshots,

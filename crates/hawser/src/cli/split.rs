@@ -5,8 +5,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::InputArgs;
-
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct AgentArgs {
@@ -79,11 +77,21 @@ pub struct AgentServeArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("source").required(true).args(["manifests", "kubernetes"])))]
 pub struct ControllerArgs {
-    #[command(flatten)]
-    pub input: InputArgs,
-    /// An agent to push to, HOST:PORT; repeat for each.
-    #[arg(long = "agent", value_name = "ADDR", required = true)]
+    /// Directory of Kubernetes YAML manifests, read recursively and watched.
+    #[arg(long, env = "HAWSER_MANIFESTS")]
+    pub manifests: Option<PathBuf>,
+    /// Read the objects from the cluster (in-cluster configuration or
+    /// kubeconfig), find agents by label, elect a leader on a Lease.
+    #[arg(long)]
+    pub kubernetes: bool,
+    /// hawser configuration file (settings, template overrides, snippets);
+    /// with --kubernetes the HawserConfig resource is read instead.
+    #[arg(long, env = "HAWSER_CONFIG", conflicts_with = "kubernetes")]
+    pub config: Option<PathBuf>,
+    /// An agent to push to, HOST:PORT; repeat for each (with --manifests).
+    #[arg(long = "agent", value_name = "ADDR")]
     pub agents: Vec<SocketAddr>,
     /// Directory with tls.crt, tls.key, ca.crt and optionally previous-ca.crt
     /// and previous-ca-until (a mounted Secret); reloaded when it changes.
@@ -99,7 +107,8 @@ pub struct ControllerArgs {
         default_value = "hawser-controller"
     )]
     pub controller_name: String,
-    /// This controller's leader epoch; agents refuse pushes from a lower one.
+    /// This controller's leader epoch with --manifests; agents refuse pushes
+    /// from a lower one (with --kubernetes the Lease decides).
     #[arg(long, default_value_t = 1)]
     pub epoch: u64,
     /// Where the generated default certificate is kept.
@@ -112,4 +121,42 @@ pub struct ControllerArgs {
     /// Address of the admin listener (/healthz, /readyz, /status, /metrics).
     #[arg(long, env = "HAWSER_ADMIN", default_value = "127.0.0.1:9181")]
     pub admin: SocketAddr,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// What `hawser controller --kubernetes` needs besides the common flags.
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
+    /// The controller's namespace (its HawserConfig, Lease and agents);
+    /// the kubeconfig's or the pod's namespace by default.
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub namespace: Option<String>,
+    /// The HawserConfig to read in that namespace; defaults apply when it
+    /// does not exist.
+    #[arg(long, default_value = "hawser")]
+    pub config_name: String,
+    /// Label selector of the HAProxy pods (their agents); the HawserConfig's
+    /// spec.agents.selector by default.
+    #[arg(long)]
+    pub agent_selector: Option<String>,
+    /// The agents' control port; the HawserConfig's spec.agents.port by default.
+    #[arg(long)]
+    pub agent_port: Option<u16>,
+    /// The Lease the controllers elect their leader on.
+    #[arg(long, default_value = "hawser-controller")]
+    pub lease_name: String,
+    /// This controller's identity in the election (the pod name).
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+    /// Address of the admission webhook (HTTPS); no webhook when unset.
+    #[arg(long, requires = "webhook_tls_dir")]
+    pub webhook_listen: Option<SocketAddr>,
+    /// Directory with the webhook's tls.crt and tls.key (a mounted Secret).
+    #[arg(long)]
+    pub webhook_tls_dir: Option<PathBuf>,
+    /// `namespace/name` of the Service whose load-balancer addresses go into
+    /// the status of the Ingresses hawser serves.
+    #[arg(long)]
+    pub publish_service: Option<String>,
 }

@@ -1,6 +1,10 @@
-//! `hawser controller` over a manifests directory: render every change and
-//! push it to a static list of agents over mutual TLS 1.3 (Kubernetes
-//! sources and agent discovery come with the cluster mode).
+//! `hawser controller`: render every change and push it to the agents over
+//! mutual TLS 1.3. The objects come from a manifests directory (agents
+//! given with --agent, this controller always leading at --epoch) or from
+//! the cluster (--kubernetes: agents discovered by label, a leader elected
+//! on a Lease, Ingress status written, the admission webhook served).
+
+mod cluster;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -12,7 +16,7 @@ use hawser_controller::fleet::{AgentTarget, ClientTls, Fleet, FleetConfig};
 use hawser_controller::local::{ControllerStatus, run_local};
 use hawser_controller::metrics::Metrics;
 use hawser_pki::Role;
-use hawser_pki::tls::{client_config, verify_server_chain, watch_dir};
+use hawser_pki::tls::{SharedMaterial, client_config, verify_server_chain, watch_dir};
 use hawser_render::{RenderConfig, Renderer};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -27,9 +31,21 @@ const TLS_POLL: Duration = Duration::from_secs(5);
 const RETRY: Duration = Duration::from_secs(1);
 
 pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
-    let config = match &args.input.config {
-        Some(path) => input::read_config(path)?,
-        None => RenderConfig::default(),
+    let cluster = if args.kubernetes {
+        Some(cluster::Cluster::connect(&args.cluster).await?)
+    } else {
+        if args.agents.is_empty() {
+            return Err(UsageError(anyhow::anyhow!(
+                "--manifests needs at least one --agent ADDR"
+            ))
+            .into());
+        }
+        None
+    };
+    let config = match (&cluster, &args.config) {
+        (Some(cluster), _) => cluster.render_config()?,
+        (None, Some(path)) => input::read_config(path)?,
+        (None, None) => RenderConfig::default(),
     };
     std::fs::create_dir_all(&args.state_dir)
         .with_context(|| format!("cannot create --state-dir {}", args.state_dir.display()))?;
@@ -41,38 +57,17 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
         .with_default_certificate(default_certificate.clone());
 
     let (material, _tls_watch) = watch_dir(&args.tls_dir, Role::Controller, TLS_POLL);
-    let (revision_tx, revision) = watch::channel(revision_of(&material));
-    let follow = material.clone();
-    tokio::spawn(async move {
-        let mut changes = follow.subscribe();
-        while changes.changed().await.is_ok() {
-            revision_tx.send_replace(revision_of(&follow));
-        }
-    });
-    let agent_name = args.agent_name.clone();
-    let trusted = material.clone();
-    let tls = ClientTls {
-        config: client_config(material.clone(), args.agent_name.clone()),
-        agent_name: args.agent_name.clone(),
-        revision,
-        recheck: Arc::new(move |chain| {
-            let current = trusted
-                .current()
-                .ok_or("the controller has no valid tls material")?;
-            verify_server_chain(&current, chain, &agent_name, SystemTime::now())
-                .map_err(|e| e.to_string())
-        }),
-    };
+    let (leader_tx, leader) = watch::channel(cluster.is_none().then_some(args.epoch));
     let fleet = Fleet::start(FleetConfig {
         agents: args
             .agents
             .iter()
             .map(|&addr| AgentTarget { addr })
             .collect(),
-        tls,
-        render: config,
-        default_certificate,
-        epoch: args.epoch,
+        tls: client_tls(&material, &args.agent_name),
+        render: config.clone(),
+        default_certificate: default_certificate.clone(),
+        leader,
         controller: args.controller_name.clone(),
         retry: RETRY,
     })
@@ -81,13 +76,6 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
     let admin_listener = TcpListener::bind(args.admin)
         .await
         .with_context(|| format!("cannot listen on --admin {}", args.admin))?;
-    info!(
-        "hawser controller: manifests {}, {} agent(s), epoch {}, admin http://{}",
-        args.input.manifests.display(),
-        args.agents.len(),
-        args.epoch,
-        admin_listener.local_addr()?
-    );
     let (controller_tx, controller_rx) = watch::channel(ControllerStatus::default());
     let metrics = Arc::new(Metrics::new());
     tokio::spawn(Arc::clone(&metrics).follow_fleet(fleet.status()));
@@ -97,6 +85,7 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
     let stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
+    let admin_addr = admin_listener.local_addr()?;
     let admin_task = tokio::spawn(admin::serve(
         admin_listener,
         AdminState {
@@ -108,17 +97,51 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
         },
         stopped(stop_rx.clone()),
     ));
-    let source = run_local(
-        args.input.manifests.clone(),
-        renderer,
-        fleet.sink(),
-        1,
-        controller_tx,
-        stopped(stop_rx),
-    );
-    let result = tokio::select! {
-        result = source => result.map_err(anyhow::Error::from),
-        () = super::shutdown_signal() => Ok(()),
+
+    let result = match cluster {
+        None => {
+            let manifests = args
+                .manifests
+                .clone()
+                .context("--manifests or --kubernetes is required")?;
+            info!(
+                "hawser controller: manifests {}, {} agent(s), epoch {}, admin http://{admin_addr}",
+                manifests.display(),
+                args.agents.len(),
+                args.epoch,
+            );
+            drop(leader_tx);
+            let source = run_local(
+                manifests,
+                renderer,
+                fleet.sink(),
+                1,
+                controller_tx,
+                stopped(stop_rx.clone()),
+            );
+            tokio::select! {
+                result = source => result.map_err(anyhow::Error::from),
+                () = super::shutdown_signal() => Ok(()),
+            }
+        }
+        Some(cluster) => {
+            info!(
+                "hawser controller: cluster namespace {}, admin http://{admin_addr}",
+                cluster.namespace
+            );
+            let started = cluster::Started {
+                renderer,
+                config,
+                default_certificate,
+                leader: leader_tx,
+                controller: controller_tx,
+                stop: stop_rx.clone(),
+            };
+            tokio::select! {
+                result = cluster.run(args, &fleet, started) => result,
+                () = super::shutdown_signal() => Ok(()),
+            }
+        }
     };
     let _ = stop_tx.send(true);
     let _ = admin_task.await;
@@ -127,7 +150,34 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
     result.map(|()| ExitCode::SUCCESS)
 }
 
-fn revision_of(material: &hawser_pki::tls::SharedMaterial) -> String {
+/// The fleet's TLS: this controller's identity and trust, reloaded with
+/// the tls directory; links reconnect when its revision changes.
+fn client_tls(material: &SharedMaterial, agent_name: &str) -> ClientTls {
+    let (revision_tx, revision) = watch::channel(revision_of(material));
+    let follow = material.clone();
+    tokio::spawn(async move {
+        let mut changes = follow.subscribe();
+        while changes.changed().await.is_ok() {
+            revision_tx.send_replace(revision_of(&follow));
+        }
+    });
+    let expected = agent_name.to_string();
+    let trusted = material.clone();
+    ClientTls {
+        config: client_config(material.clone(), agent_name.to_string()),
+        agent_name: agent_name.to_string(),
+        revision,
+        recheck: Arc::new(move |chain| {
+            let current = trusted
+                .current()
+                .ok_or("the controller has no valid tls material")?;
+            verify_server_chain(&current, chain, &expected, SystemTime::now())
+                .map_err(|e| e.to_string())
+        }),
+    }
+}
+
+fn revision_of(material: &SharedMaterial) -> String {
     material
         .current()
         .map(|m| m.revision().to_string())

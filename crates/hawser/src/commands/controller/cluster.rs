@@ -1,0 +1,201 @@
+//! `hawser controller --kubernetes`: the HawserConfig, the cluster source,
+//! agent discovery, leader election, Ingress status and the webhook, wired
+//! around one fleet.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use hawser_controller::fleet::Fleet;
+use hawser_controller::kube::{
+    AgentDiscovery, KubeSourceOptions, LeaseOptions, discover_agents, lead, publish_status,
+    run_kube,
+};
+use hawser_controller::local::ControllerStatus;
+use hawser_controller::webhook::{WebhookState, router, serve_tls};
+use hawser_crd::{HawserConfig, HawserConfigSpec};
+use hawser_haproxy::HaproxyBinary;
+use hawser_model::{Kind, ObjectKey};
+use hawser_pki::tls::serving_config;
+use hawser_render::{CertificatePem, RenderConfig, Renderer};
+use kube::{Api, Client};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use super::UsageError;
+use crate::cli::{ClusterArgs, ControllerArgs};
+
+/// The cluster as this controller found it at start.
+pub struct Cluster {
+    client: Client,
+    pub namespace: String,
+    spec: HawserConfigSpec,
+}
+
+/// What the common part of `hawser controller` hands over.
+pub struct Started {
+    pub renderer: Renderer,
+    pub config: RenderConfig,
+    pub default_certificate: CertificatePem,
+    pub leader: watch::Sender<Option<u64>>,
+    pub controller: watch::Sender<ControllerStatus>,
+    pub stop: watch::Receiver<bool>,
+}
+
+impl Cluster {
+    /// Connects (in-cluster configuration or kubeconfig) and reads the
+    /// HawserConfig; defaults apply when there is none.
+    pub async fn connect(args: &ClusterArgs) -> anyhow::Result<Cluster> {
+        let client = Client::try_default().await.map_err(|e| {
+            UsageError(anyhow::anyhow!(
+                "--kubernetes needs an in-cluster service account or a kubeconfig: {e}"
+            ))
+        })?;
+        let namespace = args
+            .namespace
+            .clone()
+            .unwrap_or_else(|| client.default_namespace().to_string());
+        let configs: Api<HawserConfig> = Api::namespaced(client.clone(), &namespace);
+        let spec = match configs.get_opt(&args.config_name).await {
+            Ok(Some(config)) => config.spec,
+            Ok(None) => {
+                warn!(
+                    "HawserConfig {namespace}/{} does not exist; using the defaults",
+                    args.config_name
+                );
+                HawserConfigSpec::default()
+            }
+            Err(e) => {
+                return Err(anyhow::anyhow!(
+                    "cannot read HawserConfig {namespace}/{}: {e}",
+                    args.config_name
+                ));
+            }
+        };
+        Ok(Cluster {
+            client,
+            namespace,
+            spec,
+        })
+    }
+
+    pub fn render_config(&self) -> anyhow::Result<RenderConfig> {
+        self.spec
+            .render_config()
+            .map_err(|e| UsageError(anyhow::anyhow!("HawserConfig {e}")).into())
+    }
+
+    /// Runs everything that talks to the API server until one part fails
+    /// or `started.stop` is set.
+    pub async fn run(
+        self,
+        args: &ControllerArgs,
+        fleet: &Fleet,
+        started: Started,
+    ) -> anyhow::Result<()> {
+        let stopped = |mut rx: watch::Receiver<bool>| async move {
+            let _ = rx.wait_for(|s| *s).await;
+        };
+        let cluster_args = &args.cluster;
+
+        // Agents: Ready pods matching the selector.
+        let (targets_tx, targets) = watch::channel(Vec::new());
+        fleet.follow_agents(targets);
+        tokio::spawn(discover_agents(
+            self.client.clone(),
+            AgentDiscovery {
+                namespace: self.namespace.clone(),
+                label_selector: cluster_args
+                    .agent_selector
+                    .clone()
+                    .unwrap_or_else(|| self.spec.agents.selector.clone()),
+                agent_port: cluster_args.agent_port.unwrap_or(self.spec.agents.port),
+            },
+            targets_tx,
+            stopped(started.stop.clone()),
+        ));
+
+        // Leader election: only the leader pushes and writes status.
+        let identity = cluster_args
+            .identity
+            .clone()
+            .unwrap_or_else(|| format!("hawser-controller-{}", std::process::id()));
+        let leading = started.leader.subscribe();
+        tokio::spawn(lead(
+            self.client.clone(),
+            LeaseOptions::new(&self.namespace, &cluster_args.lease_name, &identity),
+            started.leader,
+            stopped(started.stop.clone()),
+        ));
+
+        let snapshots = fleet.sink().subscribe();
+        if let Some(service) = &cluster_args.publish_service {
+            let key = parse_key(service, "--publish-service")?;
+            tokio::spawn(publish_status(
+                self.client.clone(),
+                key,
+                snapshots.clone(),
+                leading,
+                stopped(started.stop.clone()),
+            ));
+        }
+
+        if let (Some(listen), Some(dir)) =
+            (cluster_args.webhook_listen, &cluster_args.webhook_tls_dir)
+        {
+            let tls = serving_config(dir).map_err(|e| anyhow::anyhow!("--webhook-tls-dir {e}"))?;
+            let listener = TcpListener::bind(listen)
+                .await
+                .with_context(|| format!("cannot listen on --webhook-listen {listen}"))?;
+            let state = WebhookState {
+                snapshots,
+                config: Arc::new(started.config.clone()),
+                default_certificate: started.default_certificate.clone(),
+                haproxy: HaproxyBinary::locate().ok(),
+            };
+            info!("admission webhook on https://{listen}/validate");
+            tokio::spawn(serve_tls(
+                listener,
+                tls,
+                router(state),
+                stopped(started.stop.clone()),
+            ));
+        }
+
+        let mut kept_secrets = BTreeSet::new();
+        if let Some(default) = &started.config.settings.default_certificate {
+            kept_secrets.insert(parse_key(default, "settings.defaultCertificate")?);
+        }
+        let mut options = KubeSourceOptions {
+            namespaces: self.spec.watch.namespaces.clone(),
+            kept_secrets,
+            ..KubeSourceOptions::default()
+        };
+        if let Some(selector) = &self.spec.watch.label_selector {
+            options
+                .label_selectors
+                .insert(Kind::Ingress, selector.clone());
+        }
+        run_kube(
+            self.client,
+            options,
+            started.renderer,
+            fleet.sink(),
+            1,
+            started.controller,
+            stopped(started.stop),
+        )
+        .await;
+        Ok(())
+    }
+}
+
+fn parse_key(text: &str, what: &str) -> anyhow::Result<ObjectKey> {
+    match text.split_once('/') {
+        Some((namespace, name)) if !namespace.is_empty() && !name.is_empty() => {
+            Ok(ObjectKey::new(namespace, name))
+        }
+        _ => Err(UsageError(anyhow::anyhow!("{what}: {text:?} is not namespace/name")).into()),
+    }
+}
