@@ -105,6 +105,8 @@ pub struct Snapshot {
     pub store: Arc<Store>,
     /// The Ingresses this render serves (ours, not rejected).
     pub served: Arc<BTreeSet<ObjectKey>>,
+    /// The objects this render rejected, and why.
+    pub rejected: Arc<Vec<(ObjectRef, String)>>,
 }
 
 /// One agent, as the controller sees it.
@@ -250,6 +252,14 @@ impl Deliver for FleetSink {
             generation,
             store: Arc::clone(store),
             served: Arc::new(served_ingresses(store, rendered)),
+            rejected: Arc::new(
+                rendered
+                    .diagnostics
+                    .iter()
+                    .filter(|d| d.severity == Severity::Rejected)
+                    .map(|d| (d.object.clone(), d.message.clone()))
+                    .collect(),
+            ),
         })));
     }
 }

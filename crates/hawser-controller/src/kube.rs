@@ -25,7 +25,9 @@
 //! Ready pods become the fleet's agents.
 
 mod cluster;
+mod config_status;
 mod discovery;
+mod events;
 mod leader;
 mod status;
 mod watch;
@@ -46,7 +48,9 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
+pub use config_status::report_config;
 pub use discovery::{AgentDiscovery, discover_agents};
+pub use events::report_rejections;
 pub use leader::{LeaseOptions, lead};
 pub use status::{SERVICE_POLL, publish_status};
 

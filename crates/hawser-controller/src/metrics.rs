@@ -48,6 +48,8 @@ pub struct Metrics {
     failed_pushes: Counter,
     push_bytes: Counter,
     certificate_expiry: Gauge,
+    leader: Gauge,
+    leader_epoch: Gauge,
 }
 
 /// How often the certificate expiry gauge is refreshed.
@@ -78,6 +80,8 @@ impl Metrics {
             failed_pushes: Counter::default(),
             push_bytes: Counter::default(),
             certificate_expiry: Gauge::default(),
+            leader: Gauge::default(),
+            leader_epoch: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register("applies", "Generations applied, by how", m.applies.clone());
@@ -154,7 +158,30 @@ impl Metrics {
             "Seconds until this process's controller/agent identity expires (0 when none is loaded)",
             m.certificate_expiry.clone(),
         );
+        registry.register(
+            "leader",
+            "1 while this controller leads (pushes to agents, writes status)",
+            m.leader.clone(),
+        );
+        registry.register(
+            "leader_epoch",
+            "The fencing epoch this controller pushes with while it leads",
+            m.leader_epoch.clone(),
+        );
         Metrics { registry, ..m }
+    }
+
+    /// Keeps the leadership gauges in step, until the sender is dropped.
+    pub async fn follow_leader(self: Arc<Self>, mut leading: watch::Receiver<Option<u64>>) {
+        loop {
+            let epoch = *leading.borrow_and_update();
+            self.leader.set(i64::from(epoch.is_some()));
+            self.leader_epoch
+                .set(epoch.map_or(0, |e| i64::try_from(e).unwrap_or(i64::MAX)));
+            if leading.changed().await.is_err() {
+                return;
+            }
+        }
     }
 
     /// Keeps the push instruments in step with the fleet, until it closes.

@@ -27,6 +27,15 @@ impl Kind {
         }
     }
 
+    /// The `apiVersion` objects of this kind are served under.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            Kind::Ingress | Kind::IngressClass => "networking.k8s.io/v1",
+            Kind::Service | Kind::Secret => "v1",
+            Kind::EndpointSlice => "discovery.k8s.io/v1",
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Ingress => "Ingress",

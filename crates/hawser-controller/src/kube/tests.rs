@@ -538,6 +538,7 @@ async fn ingress_status_is_written_once_per_real_change_by_the_leader_only() {
             generation,
             store: Arc::new(Store::new()),
             served: Arc::new(served.clone()),
+            rejected: Arc::default(),
         }))
     };
     let (snapshots_tx, snapshots) = watch::channel(snapshot(1));
@@ -609,4 +610,121 @@ async fn a_status_write_renders_nothing() {
     let (_, store) = source.next_delivery().await;
     assert_eq!(hosts(&store), ["a=b.example.com"]);
     source.stop().await;
+}
+
+fn event_posts(fake: &FakeApi) -> usize {
+    fake.requests()
+        .iter()
+        .filter(|(method, path)| *method == Method::POST && path.contains("/events"))
+        .count()
+}
+
+#[tokio::test]
+async fn a_rejection_becomes_one_event_from_the_leader() {
+    let (fake, client) = FakeApi::start();
+    let rejected = hawser_model::ObjectRef::new(Kind::Ingress, ObjectKey::new("app", "bad"));
+    let snapshot = |generation, rejected: Vec<(hawser_model::ObjectRef, String)>| {
+        Some(Arc::new(crate::fleet::Snapshot {
+            generation,
+            store: Arc::new(Store::new()),
+            served: Arc::default(),
+            rejected: Arc::new(rejected),
+        }))
+    };
+    let why = "path \"/a|b\" has a character hawser does not route".to_string();
+    let (snapshots_tx, snapshots) =
+        watch::channel(snapshot(1, vec![(rejected.clone(), why.clone())]));
+    let (leading_tx, leading) = watch::channel(None);
+    let (stop, stopped) = oneshot::channel::<()>();
+    let reader = client.clone();
+    let task = tokio::spawn(report_rejections(
+        client,
+        "controller-a".into(),
+        snapshots,
+        leading,
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(event_posts(&fake), 0, "a standby reported");
+
+    leading_tx.send_replace(Some(1));
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while event_posts(&fake) == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "no event");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let events: ::kube::Api<k8s_openapi::api::events::v1::Event> =
+        ::kube::Api::namespaced(reader, "app");
+    let listed = events.list(&Default::default()).await.unwrap();
+    let event = &listed.items[0];
+    assert_eq!(event.reason.as_deref(), Some("Rejected"));
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert!(
+        event
+            .note
+            .as_deref()
+            .unwrap_or("")
+            .contains("does not route"),
+        "{event:?}"
+    );
+    assert_eq!(
+        event.regarding.as_ref().and_then(|r| r.name.as_deref()),
+        Some("bad")
+    );
+    // The same rejection in later renders: no new event.
+    snapshots_tx.send_replace(snapshot(2, vec![(rejected.clone(), why.clone())]));
+    snapshots_tx.send_replace(snapshot(3, vec![(rejected.clone(), why)]));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(event_posts(&fake), 1, "{:?}", fake.requests());
+    let _ = stop.send(());
+    task.await.unwrap();
+}
+
+#[tokio::test]
+async fn the_hawser_config_says_whether_it_is_valid_once_per_change() {
+    let (fake, client) = FakeApi::start();
+    let config: hawser_crd::HawserConfig = object(json!({
+        "apiVersion": "hawser.dev/v1alpha1", "kind": "HawserConfig",
+        "metadata": {"name": "hawser", "namespace": "hawser"},
+        "spec": {"settings": {"httpPort": 80, "httpsPort": 80}},
+    }));
+    fake.apply(&config);
+    let verdict = config.spec.render_config().map(|_| ());
+    report_config(client.clone(), "hawser", "hawser", &verdict)
+        .await
+        .unwrap();
+    report_config(client.clone(), "hawser", "hawser", &verdict)
+        .await
+        .unwrap();
+    let stored = fake
+        .get::<hawser_crd::HawserConfig>("hawser", "hawser")
+        .unwrap();
+    let valid = &stored.status.unwrap().conditions[0];
+    assert_eq!(
+        (
+            valid.type_.as_str(),
+            valid.status.as_str(),
+            valid.reason.as_str()
+        ),
+        ("Valid", "False", "InvalidSpec")
+    );
+    assert!(valid.message.contains("httpPort"), "{valid:?}");
+    let writes = |fake: &FakeApi| {
+        fake.requests()
+            .iter()
+            .filter(|(m, p)| *m == Method::PATCH && p.contains("hawserconfigs"))
+            .count()
+    };
+    assert_eq!(writes(&fake), 1, "the same verdict is written once");
+
+    report_config(client, "hawser", "hawser", &Ok(()))
+        .await
+        .unwrap();
+    let stored = fake
+        .get::<hawser_crd::HawserConfig>("hawser", "hawser")
+        .unwrap();
+    assert_eq!(stored.status.unwrap().conditions[0].status, "True");
+    assert_eq!(writes(&fake), 2);
 }

@@ -74,6 +74,7 @@ async fn ask(object: Value) -> Value {
         generation: 1,
         store: Arc::new(store),
         served: Arc::default(),
+        rejected: Arc::default(),
     })));
     let state = WebhookState {
         snapshots,

@@ -80,6 +80,7 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
     let metrics = Arc::new(Metrics::new());
     tokio::spawn(Arc::clone(&metrics).follow_fleet(fleet.status()));
     tokio::spawn(Arc::clone(&metrics).follow_renders(controller_rx.clone()));
+    tokio::spawn(Arc::clone(&metrics).follow_leader(leader_tx.subscribe()));
     let expiry = tokio::spawn(Arc::clone(&metrics).follow_certificate(material.clone()));
     let (stop_tx, stop_rx) = watch::channel(false);
     let stopped = |mut rx: watch::Receiver<bool>| async move {

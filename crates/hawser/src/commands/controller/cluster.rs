@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use hawser_controller::fleet::Fleet;
 use hawser_controller::kube::{
     AgentDiscovery, KubeSourceOptions, LeaseOptions, discover_agents, lead, publish_status,
-    run_kube,
+    report_config, report_rejections, run_kube,
 };
 use hawser_controller::local::ControllerStatus;
 use hawser_controller::webhook::{WebhookState, router, serve_tls};
@@ -73,6 +73,12 @@ impl Cluster {
                 ));
             }
         };
+        // The HawserConfig's Valid condition says whether this spec renders.
+        let verdict = spec.render_config().map(|_| ());
+        if let Err(e) = report_config(client.clone(), &namespace, &args.config_name, &verdict).await
+        {
+            warn!("cannot write the HawserConfig status: {e}");
+        }
         Ok(Cluster {
             client,
             namespace,
@@ -130,6 +136,13 @@ impl Cluster {
         ));
 
         let snapshots = fleet.sink().subscribe();
+        tokio::spawn(report_rejections(
+            self.client.clone(),
+            identity.clone(),
+            snapshots.clone(),
+            leading.clone(),
+            stopped(started.stop.clone()),
+        ));
         if let Some(service) = &cluster_args.publish_service {
             let key = parse_key(service, "--publish-service")?;
             tokio::spawn(publish_status(

@@ -1,0 +1,61 @@
+//! The `Valid` condition of the HawserConfig: whether its spec renders,
+//! and if not, the reason naming the failing setting or template. Written
+//! only when it changes.
+
+use ::kube::Api;
+use ::kube::Client;
+use ::kube::api::{Patch, PatchParams};
+use hawser_crd::{Condition, HawserConfig};
+use serde_json::json;
+
+/// Sets `Valid` on HawserConfig `namespace/name` from `verdict`.
+pub async fn report_config(
+    client: Client,
+    namespace: &str,
+    name: &str,
+    verdict: &Result<(), String>,
+) -> Result<(), ::kube::Error> {
+    let configs: Api<HawserConfig> = Api::namespaced(client, namespace);
+    let Some(config) = configs.get_opt(name).await? else {
+        return Ok(());
+    };
+    let (status, reason, message) = match verdict {
+        Ok(()) => ("True", "Rendered", "the configuration renders".to_string()),
+        Err(e) => ("False", "InvalidSpec", e.clone()),
+    };
+    let current = config
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Valid"));
+    let generation = config.metadata.generation;
+    if current.is_some_and(|c| {
+        c.status == status
+            && c.reason == reason
+            && c.message == message
+            && c.observed_generation == generation
+    }) {
+        return Ok(());
+    }
+    let condition = Condition {
+        type_: "Valid".to_string(),
+        status: status.to_string(),
+        reason: reason.to_string(),
+        message,
+        last_transition_time: now_rfc3339(),
+        observed_generation: generation,
+    };
+    let patch = json!({
+        "status": { "conditions": [condition], "observedGeneration": generation }
+    });
+    configs
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    Ok(())
+}
+
+fn now_rfc3339() -> String {
+    k8s_openapi::jiff::Timestamp::now()
+        .round(k8s_openapi::jiff::Unit::Second)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
