@@ -496,29 +496,37 @@ impl Run {
 impl Drop for Run {
     fn drop(&mut self) {
         self.process = None;
-        // HAProxy runs in its own process group, which outlives a killed
-        // hawser. A pid file may be stale and its pid reused: signal only an
-        // HAProxy, and its group only when it leads one.
-        let Some(pid) = self.haproxy_master_pid() else {
-            return;
-        };
-        let Some((comm, pgrp)) = process_name_and_group(pid) else {
-            return;
-        };
-        if comm != "haproxy" {
-            return;
-        }
-        if pgrp == pid {
-            // `--` first: procps-ng 4.0.2's kill parses `kill -KILL -<pgid>`
-            // as `kill(-1, SIGKILL)`, which kills every process there is.
-            let _ = Command::new("kill")
-                .args(["-KILL", "--", &format!("-{pid}")])
-                .status();
-        }
+        kill_haproxy_of(&self.state_dir());
+    }
+}
+
+/// Kills the HAProxy a hawser process started on `state_dir` (its pid file).
+/// HAProxy runs in its own process group, which outlives a killed hawser. A
+/// pid file may be stale and its pid reused: signal only an HAProxy, and its
+/// group only when it leads one.
+pub(crate) fn kill_haproxy_of(state_dir: &Path) {
+    let Some(pid) = fs::read_to_string(state_dir.join("run/haproxy.pid"))
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok())
+    else {
+        return;
+    };
+    let Some((comm, pgrp)) = process_name_and_group(pid) else {
+        return;
+    };
+    if comm != "haproxy" {
+        return;
+    }
+    if pgrp == pid {
+        // `--` first: procps-ng 4.0.2's kill parses `kill -KILL -<pgid>`
+        // as `kill(-1, SIGKILL)`, which kills every process there is.
         let _ = Command::new("kill")
-            .args(["-KILL", "--", &pid.to_string()])
+            .args(["-KILL", "--", &format!("-{pid}")])
             .status();
     }
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &pid.to_string()])
+        .status();
 }
 
 /// The command name and process group of `pid`, from `/proc/<pid>/stat`;

@@ -284,6 +284,14 @@ impl AgentProc {
     }
 }
 
+impl Drop for AgentProc {
+    fn drop(&mut self) {
+        self.process = None;
+        self.haproxy = None;
+        super::run::kill_haproxy_of(&self.state_dir());
+    }
+}
+
 /// `hawser controller` over a manifests directory, pushing to agents.
 #[derive(Debug)]
 pub struct ControllerProc {
