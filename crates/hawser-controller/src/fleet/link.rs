@@ -230,17 +230,6 @@ impl Link {
             s.epoch = leading;
             changed
         });
-        let Some(epoch) = leading else {
-            // Not the leader: keep the connection and the state warm, push nothing.
-            self.update(|a| {
-                a.connected = true;
-                a.target_generation = Some(built.generation);
-                a.agent_desired_generation = state.desired_generation;
-                a.agent_applied_generation = state.applied_generation;
-                a.converged = held && state.applied_generation == state.desired_generation;
-            });
-            return true;
-        };
         self.update(|a| {
             a.connected = true;
             a.target_generation = Some(built.generation);
@@ -254,13 +243,19 @@ impl Link {
             if held {
                 a.last_error = (!state.last_error.is_empty()).then(|| state.last_error.clone());
             }
-            if state.epoch > epoch {
+            if let Some(epoch) = leading
+                && state.epoch > epoch
+            {
                 a.last_error = Some(format!(
                     "the agent follows leader epoch {} (ours is {epoch}): another controller leads",
                     state.epoch
                 ));
             }
         });
+        // Not the leader: keep the connection and the state warm, push nothing.
+        let Some(epoch) = leading else {
+            return true;
+        };
         if held || state.epoch > epoch {
             return true;
         }
