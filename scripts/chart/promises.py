@@ -236,8 +236,11 @@ def check_controller(objs: list[dict], values: dict, webhook: bool) -> None:
     lease = one(objs, "Role", "hawser-controller")
     lease_grants = {(g, r, v) for rule in lease.get("rules", []) for g in rule["apiGroups"]
                     for r in rule["resources"] for v in rule["verbs"]}
-    R.check(lease_grants == {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")},
-            "the controller's Role grants get/create/update on leases only", str(sorted(lease_grants)))
+    expected = {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update", "patch")}
+    expected.add(("", "secrets", "create"))  # the shared default certificate
+    R.check(lease_grants == expected,
+            "the controller's Role grants its Lease and creating the default-certificate Secret only",
+            str(sorted(lease_grants)))
 
 
 def check_certificates(objs: list[dict], values: dict) -> None:

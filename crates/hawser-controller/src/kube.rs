@@ -26,6 +26,7 @@
 
 mod cluster;
 mod config_status;
+mod default_certificate;
 mod discovery;
 mod events;
 mod leader;
@@ -49,6 +50,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 pub use config_status::report_config;
+pub use default_certificate::shared_default_certificate;
 pub use discovery::{AgentDiscovery, discover_agents};
 pub use events::report_rejections;
 pub use leader::{LeaseOptions, lead};

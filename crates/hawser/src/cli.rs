@@ -61,7 +61,7 @@ pub enum Command {
     ///
     /// Only the files an agent lacks travel. `--admin` serves /healthz,
     /// /readyz, /status (per-agent state) and /metrics.
-    Controller(ControllerArgs),
+    Controller(Box<ControllerArgs>),
     /// Print the HawserConfig CustomResourceDefinition (what deploy/crds holds).
     Crd,
 }

@@ -728,3 +728,29 @@ async fn the_hawser_config_says_whether_it_is_valid_once_per_change() {
     assert_eq!(stored.status.unwrap().conditions[0].status, "True");
     assert_eq!(writes(&fake), 2);
 }
+
+#[tokio::test]
+async fn replicas_share_one_default_certificate() {
+    let (fake, client) = FakeApi::start();
+    let (first, second) = tokio::join!(
+        shared_default_certificate(client.clone(), "hawser", "hawser-default-certificate"),
+        shared_default_certificate(client.clone(), "hawser", "hawser-default-certificate"),
+    );
+    let (first, second) = (first.unwrap(), second.unwrap());
+    assert_eq!(
+        first.as_bytes(),
+        second.as_bytes(),
+        "two replicas, two certificates"
+    );
+    let again = shared_default_certificate(client, "hawser", "hawser-default-certificate")
+        .await
+        .unwrap();
+    assert_eq!(first.as_bytes(), again.as_bytes());
+    let secret = fake
+        .get::<core::Secret>("hawser", "hawser-default-certificate")
+        .unwrap();
+    assert_eq!(secret.type_.as_deref(), Some("kubernetes.io/tls"));
+    let data = secret.data.unwrap();
+    assert!(String::from_utf8_lossy(&data["tls.key"].0).contains("PRIVATE KEY"));
+    assert!(!String::from_utf8_lossy(&data["tls.crt"].0).contains("PRIVATE KEY"));
+}

@@ -146,6 +146,10 @@ pub struct ClusterArgs {
     /// The Lease the controllers elect their leader on.
     #[arg(long, default_value = "hawser-controller")]
     pub lease_name: String,
+    /// The Secret (in --namespace) holding the generated default
+    /// certificate every replica serves; created when missing.
+    #[arg(long, default_value = "hawser-default-certificate")]
+    pub default_certificate_secret: String,
     /// This controller's identity in the election (the pod name).
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,

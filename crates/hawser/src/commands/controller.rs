@@ -47,9 +47,16 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
         (None, Some(path)) => input::read_config(path)?,
         (None, None) => RenderConfig::default(),
     };
-    std::fs::create_dir_all(&args.state_dir)
-        .with_context(|| format!("cannot create --state-dir {}", args.state_dir.display()))?;
-    let default_certificate = super::run::default_certificate(&args.state_dir)?;
+    let default_certificate = match &cluster {
+        // Every replica must push the same one: it lives in a Secret.
+        Some(cluster) => cluster.default_certificate(&args.cluster).await?,
+        None => {
+            std::fs::create_dir_all(&args.state_dir).with_context(|| {
+                format!("cannot create --state-dir {}", args.state_dir.display())
+            })?;
+            super::run::default_certificate(&args.state_dir)?
+        }
+    };
     // The controller's own render (diagnostics, change detection); agents get
     // renders for their own settings.
     let renderer = Renderer::new(config.clone())

@@ -9,7 +9,7 @@ use anyhow::Context as _;
 use hawser_controller::fleet::Fleet;
 use hawser_controller::kube::{
     AgentDiscovery, KubeSourceOptions, LeaseOptions, discover_agents, lead, publish_status,
-    report_config, report_rejections, run_kube,
+    report_config, report_rejections, run_kube, shared_default_certificate,
 };
 use hawser_controller::local::ControllerStatus;
 use hawser_controller::webhook::{WebhookState, router, serve_tls};
@@ -84,6 +84,17 @@ impl Cluster {
             namespace,
             spec,
         })
+    }
+
+    /// The generated default certificate, shared through a Secret.
+    pub async fn default_certificate(&self, args: &ClusterArgs) -> anyhow::Result<CertificatePem> {
+        shared_default_certificate(
+            self.client.clone(),
+            &self.namespace,
+            &args.default_certificate_secret,
+        )
+        .await
+        .map_err(anyhow::Error::msg)
     }
 
     pub fn render_config(&self) -> anyhow::Result<RenderConfig> {
