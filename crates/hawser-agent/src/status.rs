@@ -23,6 +23,20 @@ pub enum Phase {
     Stopped,
 }
 
+impl Phase {
+    /// The name status documents and probes show (as serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Starting => "starting",
+            Phase::Bootstrap => "bootstrap",
+            Phase::Serving => "serving",
+            Phase::Reloading => "reloading",
+            Phase::Draining => "draining",
+            Phase::Stopped => "stopped",
+        }
+    }
+}
+
 /// How one desired version was applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -35,6 +49,18 @@ pub enum ApplyKind {
     Reload,
     /// Refused; the previous version keeps serving.
     Rejected,
+}
+
+impl ApplyKind {
+    /// The name logs, metrics and status use (as serialized).
+    pub fn label(self) -> &'static str {
+        match self {
+            ApplyKind::NoOp => "no-op",
+            ApplyKind::Runtime => "runtime",
+            ApplyKind::Reload => "reload",
+            ApplyKind::Rejected => "rejected",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -172,12 +172,18 @@ impl Fleet {
             agents: BTreeMap::new(),
         });
         let (stop, stop_rx) = watch::channel(false);
+        let status_tx = Arc::new(status_tx);
+        let epoch = tokio::spawn(follow_epoch(
+            config.leader.clone(),
+            Arc::clone(&status_tx),
+            stop_rx.clone(),
+        ));
         let agents = config.agents.clone();
         let members = Arc::new(Members::new(
             config,
             renders,
             snapshots_rx,
-            Arc::new(status_tx),
+            status_tx,
             stop_rx,
         ));
         members.set(&agents);
@@ -185,7 +191,7 @@ impl Fleet {
             snapshots: Arc::new(snapshots),
             status,
             members,
-            followers: Mutex::default(),
+            followers: Mutex::new(vec![epoch]),
             stop,
         })
     }
@@ -238,6 +244,23 @@ impl Fleet {
         }
         for link in self.members.take() {
             let _ = link.await;
+        }
+    }
+}
+
+/// Keeps [`FleetStatus::epoch`] equal to the leadership, until the fleet
+/// stops (a static controller drops its sender: the last value stays).
+async fn follow_epoch(
+    mut leader: watch::Receiver<Option<u64>>,
+    status: Arc<watch::Sender<FleetStatus>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let epoch = *leader.borrow_and_update();
+        status.send_if_modified(|s| std::mem::replace(&mut s.epoch, epoch) != epoch);
+        tokio::select! {
+            changed = leader.changed() => if changed.is_err() { return },
+            _ = stop.changed() => return,
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use hawser_agent::{AgentHandle, AgentStatus, ApplyKind};
+use hawser_agent::{AgentHandle, AgentStatus};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -276,12 +276,7 @@ impl Metrics {
             tokio::select! {
                 outcome = outcomes.recv() => match outcome {
                     Ok(o) => {
-                        let kind = match o.kind {
-                            ApplyKind::NoOp => "no-op",
-                            ApplyKind::Runtime => "runtime",
-                            ApplyKind::Reload => "reload",
-                            ApplyKind::Rejected => "rejected",
-                        };
+                        let kind = o.kind.label();
                         self.applies.get_or_create(&KindLabel { kind: kind.to_string() }).inc();
                         self.apply_seconds.observe(o.duration.as_secs_f64());
                     }

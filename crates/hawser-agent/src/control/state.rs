@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use hawser_proto::v1;
 
 use super::held::HeldView;
-use crate::status::{AgentStatus, ApplyKind, ApplyOutcome, Phase};
+use crate::status::{AgentStatus, ApplyKind, ApplyOutcome};
 
 /// What does not change while the agent runs.
 #[derive(Debug, Clone)]
@@ -35,7 +35,7 @@ pub fn state(identity: &Identity, status: &AgentStatus, held: &HeldView, epoch: 
         last_result: status.last_outcome.as_ref().map(result),
         last_error: status.last_error.clone().unwrap_or_default(),
         reload_pending: held.generation > applied && !decided,
-        phase: phase_name(status.phase).to_string(),
+        phase: status.phase.as_str().to_string(),
         render_settings: identity.render_settings.clone().into_iter().collect(),
     }
 }
@@ -58,16 +58,5 @@ fn outcome_of(kind: ApplyKind) -> v1::Outcome {
         ApplyKind::Runtime => v1::Outcome::Runtime,
         ApplyKind::Reload => v1::Outcome::Reload,
         ApplyKind::Rejected => v1::Outcome::Rejected,
-    }
-}
-
-fn phase_name(phase: Phase) -> &'static str {
-    match phase {
-        Phase::Starting => "starting",
-        Phase::Bootstrap => "bootstrap",
-        Phase::Serving => "serving",
-        Phase::Reloading => "reloading",
-        Phase::Draining => "draining",
-        Phase::Stopped => "stopped",
     }
 }

@@ -3,9 +3,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use hawser_agent::tree::digest;
 use hawser_proto::v1;
 use hawser_render::{CertificatePem, RenderConfig, RenderError, Renderer};
-use sha2::{Digest as _, Sha256};
 
 use super::Snapshot;
 
@@ -28,10 +28,6 @@ impl Built {
                 .iter()
                 .all(|f| state.files.get(&f.path) == Some(&f.digest))
     }
-}
-
-pub fn digest(content: &[u8]) -> String {
-    hex::encode(Sha256::digest(content))
 }
 
 type SettingsKey = BTreeMap<String, String>;

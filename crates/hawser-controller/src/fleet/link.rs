@@ -225,11 +225,6 @@ impl Link {
         };
         let held = built.held_by(&state);
         let leading = *self.config.leader.borrow();
-        self.status.send_if_modified(|s| {
-            let changed = s.epoch != leading;
-            s.epoch = leading;
-            changed
-        });
         self.update(|a| {
             a.connected = true;
             a.target_generation = Some(built.generation);

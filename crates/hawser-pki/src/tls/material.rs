@@ -176,7 +176,10 @@ impl fmt::Debug for Material {
 }
 
 /// Every certificate of a PEM file, in order; at least one.
-fn certificates(path: &Path, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+pub(super) fn certificates(
+    path: &Path,
+    pem: &[u8],
+) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let invalid = |reason: String| TlsError::Certificate {
         path: path.to_owned(),
         reason,
@@ -202,7 +205,7 @@ fn ca_certs(path: &Path, pem: &[u8]) -> Result<Vec<CaCert>, TlsError> {
 }
 
 /// The chain with its key, once the key is known to belong to the leaf.
-fn certified_key(
+pub(super) fn certified_key(
     dir: &Path,
     chain: Vec<CertificateDer<'static>>,
     pem: &[u8],

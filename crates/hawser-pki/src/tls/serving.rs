@@ -8,11 +8,12 @@ use std::time::{Duration, Instant};
 
 use rustls::ServerConfig;
 use rustls::crypto::ring::default_provider;
-use rustls::pki_types::pem::PemObject as _;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 use tracing::warn;
+
+use super::files;
+use super::material::{certificates, certified_key};
 
 /// How long a loaded certificate is used before the files are looked at again.
 const RECHECK: Duration = Duration::from_secs(30);
@@ -80,10 +81,7 @@ impl ResolvesServerCert for ServingCert {
 
 fn load(dir: &Path) -> Result<CertifiedKey, String> {
     let read = |name: &str| std::fs::read(dir.join(name)).map_err(|e| format!("{name}: {e}"));
-    let chain = CertificateDer::pem_slice_iter(&read("tls.crt")?)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("tls.crt: {e}"))?;
-    let key =
-        PrivateKeyDer::from_pem_slice(&read("tls.key")?).map_err(|e| format!("tls.key: {e}"))?;
-    CertifiedKey::from_der(chain, key, &default_provider()).map_err(|e| e.to_string())
+    let crt_path = dir.join(files::TLS_CRT);
+    let chain = certificates(&crt_path, &read(files::TLS_CRT)?).map_err(|e| e.to_string())?;
+    certified_key(dir, chain, &read(files::TLS_KEY)?).map_err(|e| e.to_string())
 }

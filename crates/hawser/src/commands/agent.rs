@@ -189,10 +189,7 @@ fn health_answer(started: Arc<OnceLock<(AgentHandle, ControlService)>>) -> local
             let status = handle.status().borrow().clone();
             format!(
                 "phase={} applied={}",
-                serde_json::to_value(status.phase)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
+                status.phase.as_str(),
                 status.applied_generation.unwrap_or(0)
             )
         }

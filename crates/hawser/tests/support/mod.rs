@@ -27,6 +27,7 @@
     reason = "the harness fails a test by panicking with a message"
 )]
 
+mod admin;
 mod backends;
 mod certs;
 mod fixture;

@@ -175,33 +175,12 @@ impl Run {
 
     /// The `/status` document.
     pub async fn status(&self) -> Value {
-        let response = http::http1_get(self.admin, "hawser", "/status")
-            .await
-            .unwrap_or_else(|e| panic!("GET /status: {e}\n{}", self.output()));
-        serde_json::from_slice(&response.body).expect("/status is JSON")
+        super::admin::status(self.admin, || self.output()).await
     }
 
     /// Waits until `/status` satisfies `check`; returns it.
     pub async fn wait_for_status(&self, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            if let Ok(response) = http::http1_get(self.admin, "hawser", "/status").await
-                && let Ok(status) = serde_json::from_slice::<Value>(&response.body)
-            {
-                if check(&status) {
-                    return status;
-                }
-                if Instant::now() > deadline {
-                    panic!("/status never showed {what}: {status:#}\n{}", self.output());
-                }
-            } else if Instant::now() > deadline {
-                panic!(
-                    "/status never answered while waiting for {what}\n{}",
-                    self.output()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+        super::admin::wait_for_status(self.admin, what, || self.output(), check).await
     }
 
     /// Waits until HAProxy serves the newest rendered generation.

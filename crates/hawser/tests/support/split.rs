@@ -337,10 +337,7 @@ impl ControllerProc {
     }
 
     pub async fn status(&self) -> Value {
-        let response = http::http1_get(self.admin, "hawser", "/status")
-            .await
-            .unwrap_or_else(|e| panic!("GET /status: {e}\n{}", self.output()));
-        serde_json::from_slice(&response.body).expect("/status is JSON")
+        super::admin::status(self.admin, || self.output()).await
     }
 
     /// The value of one sample of `/metrics` (its name with labels, as printed).
@@ -356,28 +353,7 @@ impl ControllerProc {
 
     /// Waits until `/status` satisfies `check`; returns it.
     pub async fn wait_for_status(&self, what: &str, check: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            if let Ok(response) = http::http1_get(self.admin, "hawser", "/status").await
-                && let Ok(status) = serde_json::from_slice::<Value>(&response.body)
-            {
-                if check(&status) {
-                    return status;
-                }
-                assert!(
-                    Instant::now() < deadline,
-                    "/status never showed {what}: {status:#}\n{}",
-                    self.output()
-                );
-            } else {
-                assert!(
-                    Instant::now() < deadline,
-                    "/status never answered while waiting for {what}\n{}",
-                    self.output()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+        super::admin::wait_for_status(self.admin, what, || self.output(), check).await
     }
 
     /// Waits until every agent holds and serves the newest render; returns
