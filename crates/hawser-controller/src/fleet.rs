@@ -103,6 +103,10 @@ pub struct FleetConfig {
 pub struct Snapshot {
     pub generation: u64,
     pub store: Arc<Store>,
+    /// The configuration this generation is rendered under; each agent's
+    /// render (and the webhook's dry run) uses it, so a HawserConfig change
+    /// reaches every agent as one generation.
+    pub config: Arc<RenderConfig>,
     /// The Ingresses this render serves (ours, not rejected).
     pub served: Arc<BTreeSet<ObjectKey>>,
     /// The objects this render rejected, and why.
@@ -274,6 +278,7 @@ impl Deliver for FleetSink {
         self.0.send_replace(Some(Arc::new(Snapshot {
             generation,
             store: Arc::clone(store),
+            config: Arc::clone(&rendered.config),
             served: Arc::new(served_ingresses(store, rendered)),
             rejected: Arc::new(
                 rendered

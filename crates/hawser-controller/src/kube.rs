@@ -26,6 +26,7 @@
 
 mod cluster;
 mod config_status;
+mod config_watch;
 mod default_certificate;
 mod discovery;
 mod events;
@@ -37,6 +38,7 @@ mod watch;
 mod tests;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ::kube::Client;
@@ -49,7 +51,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-pub use config_status::report_config;
+pub use config_status::{Refusal, report_config};
+pub use config_watch::follow_config;
 pub use default_certificate::shared_default_certificate;
 pub use discovery::{AgentDiscovery, discover_agents};
 pub use events::report_rejections;
@@ -57,6 +60,7 @@ pub use leader::{LeaseOptions, lead};
 pub use status::{SERVICE_POLL, publish_status};
 
 use self::cluster::Cluster;
+use self::watch::Message;
 use crate::local::{ControllerStatus, DEBOUNCE, Deliver, RenderCycle, SourceRead};
 
 /// The longest a render waits for a busy cluster to go quiet: endpoint churn
@@ -104,40 +108,71 @@ pub struct WatchStatus {
     pub last_error: Option<String>,
 }
 
+/// What the cluster source runs under: the renderer, and what to watch. A
+/// HawserConfig change sends a new one.
+#[derive(Debug, Clone)]
+pub struct SourceConfig {
+    pub renderer: Arc<Renderer>,
+    pub options: KubeSourceOptions,
+}
+
+impl PartialEq for SourceConfig {
+    fn eq(&self, other: &Self) -> bool {
+        self.options == other.options && self.renderer.config() == other.renderer.config()
+    }
+}
+
 /// Renders the cluster once every watch has listed, then after every change
 /// (debounced), until `stop` resolves. Generations start at
 /// `first_generation`. Watch failures are retried with kube's default
 /// backoff and reported in [`ControllerStatus::cluster`]; they never end
 /// the source.
+///
+/// A new `config` renders again at once; when it watches other objects
+/// (namespaces, selectors), the watches start over and nothing renders
+/// until they have all listed, so agents keep the last generation meanwhile.
 pub async fn run_kube(
     client: Client,
-    options: KubeSourceOptions,
-    renderer: Renderer,
+    mut config: channel::Receiver<SourceConfig>,
     sink: impl Deliver,
     first_generation: Generation,
     status: channel::Sender<ControllerStatus>,
     stop: impl Future<Output = ()>,
 ) {
-    let (messages_tx, mut messages) = mpsc::unbounded_channel();
-    let mut tasks = JoinSet::new();
-    let scopes = watch::spawn_all(&mut tasks, &client, &options, &messages_tx);
-    info!("watching {} kind/namespace scopes", scopes.len());
-    let mut cluster = Cluster::new(scopes, options.kept_secrets.clone());
+    let mut current = config.borrow_and_update().clone();
+    let mut watching = Watching::start(&client, &current.options);
+    let mut config_open = true;
     let mut cycle = RenderCycle::new(first_generation);
     let mut pending: Option<Pending> = None;
     tokio::pin!(stop);
     loop {
         let deadline = pending
             .as_ref()
-            .filter(|_| cluster.ready())
+            .filter(|_| watching.cluster.ready())
             .map(Pending::deadline);
         tokio::select! {
             () = &mut stop => break,
-            message = messages.recv() => {
+            changed = config.changed(), if config_open => {
+                if changed.is_err() {
+                    config_open = false;
+                    continue;
+                }
+                let next = config.borrow_and_update().clone();
+                if next.options != current.options {
+                    info!("the watched objects changed: listing again");
+                    watching.stop();
+                    watching = Watching::start(&client, &next.options);
+                }
+                if next != current {
+                    pending = Some(Pending::now());
+                    current = next;
+                }
+            }
+            message = watching.messages.recv() => {
                 let Some(message) = message else { break };
-                let effect = cluster.apply(message);
+                let effect = watching.cluster.apply(message);
                 for key in effect.fetch {
-                    tasks.spawn(watch::fetch_secret(client.clone(), key, messages_tx.clone()));
+                    watching.fetch_secret(&client, key);
                 }
                 if effect.changed {
                     let now = Instant::now();
@@ -145,7 +180,7 @@ pub async fn run_kube(
                     pending = Some(Pending { first, last: now });
                 }
                 if effect.watch_status {
-                    let report = cluster.status();
+                    let report = watching.cluster.status();
                     status.send_if_modified(|s| {
                         let changed = s.cluster.as_ref() != Some(&report);
                         s.cluster = Some(report);
@@ -154,7 +189,7 @@ pub async fn run_kube(
                 }
             }
             // Reaps finished Secret reads (watch tasks run until stopped).
-            Some(done) = tasks.join_next() => {
+            Some(done) = watching.tasks.join_next() => {
                 if let Err(error) = done
                     && error.is_panic()
                 {
@@ -164,14 +199,49 @@ pub async fn run_kube(
             () = sleep_until(deadline) => {
                 pending = None;
                 let started = Instant::now();
-                let (store, problems) = cluster.snapshot();
-                let report = cluster.status();
+                let (store, problems) = watching.cluster.snapshot();
+                let report = watching.cluster.status();
                 status.send_modify(|s| s.cluster = Some(report));
-                cycle.render(SourceRead { store, problems, started }, &renderer, &sink, &status);
+                cycle.render(SourceRead { store, problems, started }, &current.renderer, &sink, &status);
             }
         }
     }
-    tasks.abort_all();
+    watching.stop();
+}
+
+/// The watches of one set of options, and what they have seen.
+struct Watching {
+    tasks: JoinSet<()>,
+    messages: mpsc::UnboundedReceiver<Message>,
+    messages_tx: mpsc::UnboundedSender<Message>,
+    cluster: Cluster,
+}
+
+impl Watching {
+    fn start(client: &Client, options: &KubeSourceOptions) -> Watching {
+        let (messages_tx, messages) = mpsc::unbounded_channel();
+        let mut tasks = JoinSet::new();
+        let scopes = watch::spawn_all(&mut tasks, client, options, &messages_tx);
+        info!("watching {} kind/namespace scopes", scopes.len());
+        Watching {
+            tasks,
+            messages,
+            messages_tx,
+            cluster: Cluster::new(scopes, options.kept_secrets.clone()),
+        }
+    }
+
+    fn fetch_secret(&mut self, client: &Client, key: ObjectKey) {
+        self.tasks.spawn(watch::fetch_secret(
+            client.clone(),
+            key,
+            self.messages_tx.clone(),
+        ));
+    }
+
+    fn stop(&mut self) {
+        self.tasks.abort_all();
+    }
 }
 
 /// Changes not rendered yet.
@@ -182,6 +252,14 @@ struct Pending {
 }
 
 impl Pending {
+    fn now() -> Pending {
+        let now = Instant::now();
+        Pending {
+            first: now,
+            last: now,
+        }
+    }
+
     fn deadline(&self) -> Instant {
         (self.last + DEBOUNCE).min(self.first + DEBOUNCE_LIMIT)
     }

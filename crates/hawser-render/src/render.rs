@@ -1,6 +1,8 @@
 //! One render: store in, file set + plan + diagnostics out.
 
 use hawser_model::{Kind, ObjectKey, ObjectRef, Store};
+use std::sync::Arc;
+
 use minijinja::Environment;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -64,13 +66,16 @@ pub struct Rendered {
     pub plan: Plan,
     /// Rejected, ignored and warned-about objects, sorted.
     pub diagnostics: Vec<Diagnostic>,
+    /// The configuration it was rendered under: whoever renders the same
+    /// store again (for another agent's settings, or a dry run) uses it.
+    pub config: Arc<RenderConfig>,
 }
 
 /// Holds the compiled templates and the generated default certificate, so
 /// that renders of the same store are byte-identical.
 #[derive(Debug)]
 pub struct Renderer {
-    config: RenderConfig,
+    config: Arc<RenderConfig>,
     env: Environment<'static>,
     default_certificate: CertificatePem,
     /// Where the default certificate came from, for the plan.
@@ -107,7 +112,7 @@ impl Renderer {
         let default_certificate =
             tls::generate_default_certificate().map_err(RenderError::DefaultCertificate)?;
         Ok(Renderer {
-            config,
+            config: Arc::new(config),
             env,
             default_certificate,
             default_source: "generated",
@@ -120,6 +125,11 @@ impl Renderer {
         self.default_certificate = pem;
         self.default_source = "given";
         self
+    }
+
+    /// The configuration this renderer renders under.
+    pub fn config(&self) -> &Arc<RenderConfig> {
+        &self.config
     }
 
     pub fn render(&self, store: &Store) -> Result<Rendered, RenderError> {
@@ -179,6 +189,7 @@ impl Renderer {
             files,
             plan,
             diagnostics: diags.finish(),
+            config: Arc::clone(&self.config),
         })
     }
 

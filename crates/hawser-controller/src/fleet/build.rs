@@ -33,13 +33,19 @@ impl Built {
 type SettingsKey = BTreeMap<String, String>;
 
 /// A renderer per distinct set of agent settings (in a cluster, one), and
-/// the newest snapshot's render for each.
+/// the newest snapshot's render for each. Renderers follow the snapshot's
+/// configuration: a new one drops them all.
 #[derive(Debug)]
 pub struct Renders {
-    base: RenderConfig,
     default_certificate: CertificatePem,
-    renderers: Mutex<HashMap<SettingsKey, Arc<Renderer>>>,
+    renderers: Mutex<Renderers>,
     built: Mutex<HashMap<SettingsKey, Arc<Built>>>,
+}
+
+#[derive(Debug)]
+struct Renderers {
+    base: Arc<RenderConfig>,
+    by_settings: HashMap<SettingsKey, Arc<Renderer>>,
 }
 
 impl Renders {
@@ -50,9 +56,11 @@ impl Renders {
         // Fail at start, not per agent, when the configuration cannot render.
         Renderer::new(base.clone())?;
         Ok(Renders {
-            base,
             default_certificate,
-            renderers: Mutex::default(),
+            renderers: Mutex::new(Renderers {
+                base: Arc::new(base),
+                by_settings: HashMap::new(),
+            }),
             built: Mutex::default(),
         })
     }
@@ -68,7 +76,7 @@ impl Renders {
         {
             return Ok(Arc::clone(built));
         }
-        let renderer = self.renderer(settings)?;
+        let renderer = self.renderer(&snapshot.config, settings)?;
         let rendered = renderer
             .render(&snapshot.store)
             .map_err(|e| format!("render failed: {e}"))?;
@@ -103,15 +111,23 @@ impl Renders {
         Ok(built)
     }
 
-    fn renderer(&self, settings: &SettingsKey) -> Result<Arc<Renderer>, String> {
+    fn renderer(
+        &self,
+        config: &Arc<RenderConfig>,
+        settings: &SettingsKey,
+    ) -> Result<Arc<Renderer>, String> {
         let mut renderers = self
             .renderers
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(renderer) = renderers.get(settings) {
+        if *renderers.base != **config {
+            renderers.base = Arc::clone(config);
+            renderers.by_settings.clear();
+        }
+        if let Some(renderer) = renderers.by_settings.get(settings) {
             return Ok(Arc::clone(renderer));
         }
-        let mut config = self.base.clone();
+        let mut config = RenderConfig::clone(config);
         for (key, value) in settings {
             config
                 .settings
@@ -122,7 +138,56 @@ impl Renders {
             .map_err(|e| format!("cannot render for the agent's settings: {e}"))?
             .with_default_certificate(self.default_certificate.clone());
         let renderer = Arc::new(renderer);
-        renderers.insert(settings.clone(), Arc::clone(&renderer));
+        renderers
+            .by_settings
+            .insert(settings.clone(), Arc::clone(&renderer));
         Ok(renderer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use hawser_render::{CONFIG_PATH, generate_default_certificate};
+
+    use super::*;
+
+    fn snapshot(generation: u64, config: RenderConfig) -> Snapshot {
+        Snapshot {
+            generation,
+            store: Arc::default(),
+            config: Arc::new(config),
+            served: Arc::default(),
+            rejected: Arc::default(),
+        }
+    }
+
+    fn config_text(built: &Built) -> String {
+        let entry = built.files.iter().find(|f| f.path == CONFIG_PATH).unwrap();
+        String::from_utf8(built.blobs[&entry.digest].clone()).unwrap()
+    }
+
+    #[test]
+    fn each_agent_render_follows_the_snapshot_configuration() {
+        let renders = Renders::new(
+            RenderConfig::default(),
+            generate_default_certificate().unwrap(),
+        )
+        .unwrap();
+        let agent: SettingsKey = [("httpsPort".to_string(), "9443".to_string())].into();
+        let first = renders
+            .build(&snapshot(1, RenderConfig::default()), &agent)
+            .unwrap();
+        assert!(config_text(&first).contains(":80\n"));
+        assert!(config_text(&first).contains(":9443 ssl"));
+
+        let mut changed = RenderConfig::default();
+        changed.settings.http_port = 8080;
+        let second = renders.build(&snapshot(2, changed), &agent).unwrap();
+        assert!(config_text(&second).contains(":8080\n"));
+        assert!(
+            config_text(&second).contains(":9443 ssl"),
+            "the agent's own setting stays"
+        );
     }
 }

@@ -8,12 +8,36 @@ use ::kube::api::{Patch, PatchParams};
 use hawser_crd::{Condition, HawserConfig};
 use serde_json::json;
 
+/// Why a HawserConfig spec is not in force, as its `Valid` condition says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// `InvalidSpec` (a setting or template) or `TestFailed`.
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl Refusal {
+    pub fn invalid_spec(message: impl Into<String>) -> Refusal {
+        Refusal {
+            reason: "InvalidSpec",
+            message: message.into(),
+        }
+    }
+
+    pub fn test_failed(message: impl Into<String>) -> Refusal {
+        Refusal {
+            reason: "TestFailed",
+            message: message.into(),
+        }
+    }
+}
+
 /// Sets `Valid` on HawserConfig `namespace/name` from `verdict`.
 pub async fn report_config(
     client: Client,
     namespace: &str,
     name: &str,
-    verdict: &Result<(), String>,
+    verdict: &Result<(), Refusal>,
 ) -> Result<(), ::kube::Error> {
     let configs: Api<HawserConfig> = Api::namespaced(client, namespace);
     let Some(config) = configs.get_opt(name).await? else {
@@ -21,7 +45,7 @@ pub async fn report_config(
     };
     let (status, reason, message) = match verdict {
         Ok(()) => ("True", "Rendered", "the configuration renders".to_string()),
-        Err(e) => ("False", "InvalidSpec", e.clone()),
+        Err(refusal) => ("False", refusal.reason, refusal.message.clone()),
     };
     let current = config
         .status

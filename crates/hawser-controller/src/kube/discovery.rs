@@ -57,12 +57,46 @@ struct Condition {
 
 /// Publishes the agents on `targets` until `stop` resolves. Watch failures
 /// are retried with kube's default backoff; the last list stays published
-/// meanwhile.
+/// meanwhile. A new `discovery` (the HawserConfig changed) starts a new
+/// watch; the old list stays published until the new one is complete.
 pub async fn discover_agents(
     client: Client,
-    discovery: AgentDiscovery,
+    mut discovery: watch::Receiver<AgentDiscovery>,
     targets: watch::Sender<Vec<AgentTarget>>,
     stop: impl Future<Output = ()>,
+) {
+    tokio::pin!(stop);
+    let mut current = discovery.borrow_and_update().clone();
+    let mut changes_open = true;
+    loop {
+        let follow = follow_pods(client.clone(), current.clone(), &targets);
+        tokio::pin!(follow);
+        loop {
+            tokio::select! {
+                () = &mut stop => return,
+                () = &mut follow => return,
+                changed = discovery.changed(), if changes_open => {
+                    if changed.is_err() {
+                        changes_open = false; // follow these pods for good
+                        continue;
+                    }
+                    let next = discovery.borrow_and_update().clone();
+                    if next != current {
+                        info!("agent selection changed: watching pods again");
+                        current = next;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Follows the pods `discovery` selects; ends only when the watch stream does.
+async fn follow_pods(
+    client: Client,
+    discovery: AgentDiscovery,
+    targets: &watch::Sender<Vec<AgentTarget>>,
 ) {
     let resource = ApiResource::erase::<core::Pod>(&());
     let api: Api<DynamicObject> = Api::namespaced_with(client, &discovery.namespace, &resource);
@@ -73,15 +107,7 @@ pub async fn discover_agents(
     let mut relist: Option<BTreeMap<String, Option<SocketAddr>>> = None;
     let mut synced = false;
     let mut last_error: Option<String> = None;
-    tokio::pin!(stop);
-    loop {
-        let event = tokio::select! {
-            () = &mut stop => return,
-            event = events.next() => match event {
-                Some(event) => event,
-                None => return,
-            },
-        };
+    while let Some(event) = events.next().await {
         match event {
             Ok(Event::Init) => relist = Some(BTreeMap::new()),
             Ok(Event::InitApply(pod)) => {

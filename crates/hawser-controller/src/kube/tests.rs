@@ -90,18 +90,31 @@ fn apply_backend(fake: &FakeApi) {
     })));
 }
 
+type Delivery = (Generation, Arc<Store>, Arc<RenderConfig>);
+
 #[derive(Debug, Clone)]
-struct Deliveries(mpsc::UnboundedSender<(Generation, Arc<Store>)>);
+struct Deliveries(mpsc::UnboundedSender<Delivery>);
 
 impl Deliver for Deliveries {
-    fn deliver(&self, generation: Generation, store: &Arc<Store>, _: &hawser_render::Rendered) {
-        let _ = self.0.send((generation, Arc::clone(store)));
+    fn deliver(
+        &self,
+        generation: Generation,
+        store: &Arc<Store>,
+        rendered: &hawser_render::Rendered,
+    ) {
+        let _ = self
+            .0
+            .send((generation, Arc::clone(store), Arc::clone(&rendered.config)));
     }
 }
 
 /// A running cluster source and what it delivers.
 struct Source {
-    deliveries: mpsc::UnboundedReceiver<(Generation, Arc<Store>)>,
+    deliveries: mpsc::UnboundedReceiver<Delivery>,
+    /// The configuration of the newest delivery.
+    config: Arc<RenderConfig>,
+    /// Changes the source's configuration, as a HawserConfig change does.
+    configure: watch::Sender<SourceConfig>,
     status: watch::Receiver<ControllerStatus>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
@@ -112,11 +125,13 @@ impl Source {
         let (tx, deliveries) = mpsc::unbounded_channel();
         let (status_tx, status) = watch::channel(ControllerStatus::default());
         let (stop, stopped) = oneshot::channel::<()>();
-        let renderer = Renderer::new(RenderConfig::default()).unwrap();
+        let (configure, config) = watch::channel(SourceConfig {
+            renderer: Arc::new(Renderer::new(RenderConfig::default()).unwrap()),
+            options,
+        });
         let task = tokio::spawn(run_kube(
             client,
-            options,
-            renderer,
+            config,
             Deliveries(tx),
             1,
             status_tx,
@@ -126,6 +141,8 @@ impl Source {
         ));
         Source {
             deliveries,
+            config: Arc::default(),
+            configure,
             status,
             stop: Some(stop),
             task,
@@ -133,10 +150,12 @@ impl Source {
     }
 
     async fn next_delivery(&mut self) -> (Generation, Arc<Store>) {
-        tokio::time::timeout(PATIENCE, self.deliveries.recv())
+        let (generation, store, config) = tokio::time::timeout(PATIENCE, self.deliveries.recv())
             .await
             .expect("no render was delivered in time")
-            .expect("the source stopped")
+            .expect("the source stopped");
+        self.config = config;
+        (generation, store)
     }
 
     /// The first delivered store that satisfies `check`.
@@ -537,6 +556,7 @@ async fn ingress_status_is_written_once_per_real_change_by_the_leader_only() {
         Some(Arc::new(crate::fleet::Snapshot {
             generation,
             store: Arc::new(Store::new()),
+            config: Arc::default(),
             served: Arc::new(served.clone()),
             rejected: Arc::default(),
         }))
@@ -627,6 +647,7 @@ async fn a_rejection_becomes_one_event_from_the_leader() {
         Some(Arc::new(crate::fleet::Snapshot {
             generation,
             store: Arc::new(Store::new()),
+            config: Arc::default(),
             served: Arc::default(),
             rejected: Arc::new(rejected),
         }))
@@ -691,7 +712,11 @@ async fn the_hawser_config_says_whether_it_is_valid_once_per_change() {
         "spec": {"settings": {"httpPort": 80, "httpsPort": 80}},
     }));
     fake.apply(&config);
-    let verdict = config.spec.render_config().map(|_| ());
+    let verdict = config
+        .spec
+        .render_config()
+        .map(|_| ())
+        .map_err(Refusal::invalid_spec);
     report_config(client.clone(), "hawser", "hawser", &verdict)
         .await
         .unwrap();
@@ -753,4 +778,126 @@ async fn replicas_share_one_default_certificate() {
     let data = secret.data.unwrap();
     assert!(String::from_utf8_lossy(&data["tls.key"].0).contains("PRIVATE KEY"));
     assert!(!String::from_utf8_lossy(&data["tls.crt"].0).contains("PRIVATE KEY"));
+}
+
+#[tokio::test]
+async fn a_new_configuration_renders_at_once_under_it() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    fake.apply(&ingress("a", "a.example.com", None));
+    let mut source = Source::start(client, KubeSourceOptions::default());
+    let (generation, _) = source.next_delivery().await;
+    assert_eq!((generation, source.config.settings.http_port), (1, 80));
+
+    let mut config = RenderConfig::default();
+    config.settings.http_port = 8080;
+    source.configure.send_replace(SourceConfig {
+        renderer: Arc::new(Renderer::new(config).unwrap()),
+        options: KubeSourceOptions::default(),
+    });
+    let (generation, store) = source.next_delivery().await;
+    assert_eq!((generation, source.config.settings.http_port), (2, 8080));
+    assert_eq!(hosts(&store), ["a=a.example.com"]);
+    // Listing again was not needed: one list per watch.
+    let lists = source.status.borrow().cluster.as_ref().unwrap().watches["Ingress"].lists;
+    assert_eq!(lists, 1);
+    source.stop().await;
+}
+
+#[tokio::test]
+async fn other_watched_namespaces_list_again_and_drop_what_they_no_longer_cover() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    fake.apply(&ingress("a", "a.example.com", None));
+    let mut elsewhere = ingress("b", "b.example.com", None);
+    elsewhere.metadata.namespace = Some("other".into());
+    fake.apply(&elsewhere);
+    let mut source = Source::start(client, KubeSourceOptions::default());
+    let (_, store) = source.next_delivery().await;
+    assert_eq!(hosts(&store), ["a=a.example.com", "b=b.example.com"]);
+
+    let renderer = Arc::clone(&source.configure.borrow().renderer);
+    source.configure.send_replace(SourceConfig {
+        renderer,
+        options: KubeSourceOptions {
+            namespaces: vec!["other".into()],
+            ..KubeSourceOptions::default()
+        },
+    });
+    let (generation, store) = source.next_delivery().await;
+    assert_eq!(generation, 2);
+    assert_eq!(hosts(&store), ["b=b.example.com"]);
+    let watches = source.status.borrow().cluster.clone().unwrap().watches;
+    assert!(watches.contains_key("Ingress other"), "{watches:?}");
+    assert!(!watches.contains_key("Ingress"), "{watches:?}");
+    source.stop().await;
+}
+
+#[tokio::test]
+async fn hawser_config_changes_are_applied_and_a_refused_one_keeps_the_last() {
+    let (fake, client) = FakeApi::start();
+    let config = |settings: Value| -> hawser_crd::HawserConfig {
+        object(json!({
+            "apiVersion": "hawser.dev/v1alpha1", "kind": "HawserConfig",
+            "metadata": {"name": "hawser", "namespace": "hawser"},
+            "spec": {"settings": settings},
+        }))
+    };
+    let first = config(json!({"httpPort": 8080}));
+    fake.apply(&first);
+    let (applied_tx, mut applied) = mpsc::unbounded_channel();
+    let task = tokio::spawn(follow_config(
+        client,
+        "hawser".into(),
+        "hawser".into(),
+        first.spec.clone(),
+        move |spec: &hawser_crd::HawserConfigSpec| {
+            let verdict = spec
+                .render_config()
+                .map(|c| c.settings.http_port)
+                .map_err(Refusal::invalid_spec);
+            let _ = applied_tx.send(verdict.clone());
+            verdict.map(|_| ())
+        },
+        std::future::pending(),
+    ));
+    let next_applied = async |applied: &mut mpsc::UnboundedReceiver<Result<u16, Refusal>>| {
+        tokio::time::timeout(PATIENCE, applied.recv())
+            .await
+            .expect("the change was not applied in time")
+            .unwrap()
+    };
+    let valid = |fake: &FakeApi| {
+        let stored = fake
+            .get::<hawser_crd::HawserConfig>("hawser", "hawser")
+            .unwrap();
+        let condition = stored.status.unwrap_or_default().conditions.pop();
+        condition.map(|c| (c.status, c.reason))
+    };
+
+    fake.apply(&config(json!({"httpPort": 8081})));
+    assert_eq!(next_applied(&mut applied).await, Ok(8081));
+    fake.apply(&config(json!({"httpPort": 443})));
+    let refused = next_applied(&mut applied).await.unwrap_err();
+    assert!(refused.message.contains("httpPort"), "{refused:?}");
+    tokio::time::timeout(PATIENCE, async {
+        while valid(&fake) != Some(("False".into(), "InvalidSpec".into())) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("Valid=False was not written");
+    // The status write's echo is not applied again.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(applied.try_recv().is_err());
+
+    fake.apply(&config(json!({"httpPort": 8082})));
+    assert_eq!(next_applied(&mut applied).await, Ok(8082));
+    fake.delete::<hawser_crd::HawserConfig>("hawser", "hawser");
+    assert_eq!(
+        next_applied(&mut applied).await,
+        Ok(80),
+        "deleted: the defaults"
+    );
+    task.abort();
 }

@@ -26,8 +26,10 @@ use crate::fleet::Snapshot;
 /// What the webhook judges against.
 #[derive(Debug, Clone)]
 pub struct WebhookState {
-    /// The newest objects the controller rendered from.
+    /// The newest objects the controller rendered from, and the
+    /// configuration it rendered them under.
     pub snapshots: watch::Receiver<Option<Arc<Snapshot>>>,
+    /// The configuration until the first render.
     pub config: Arc<RenderConfig>,
     pub default_certificate: CertificatePem,
     /// Runs the gate's `haproxy -c` when present.
@@ -67,15 +69,13 @@ async fn validate(
         Ok(None) => return Json(response.into_review()),
         Err(e) => return Json(response.deny(format!("{name}: {e}")).into_review()),
     };
-    let store = state
-        .snapshots
-        .borrow()
-        .as_ref()
-        .map(|s| Arc::clone(&s.store))
-        .unwrap_or_default();
+    let (store, config) = state.snapshots.borrow().as_ref().map_or_else(
+        || (Arc::default(), Arc::clone(&state.config)),
+        |s| (Arc::clone(&s.store), Arc::clone(&s.config)),
+    );
     let verdict = review(
         &store,
-        &state.config,
+        &config,
         &state.default_certificate,
         state.haproxy.as_ref(),
         &candidate,

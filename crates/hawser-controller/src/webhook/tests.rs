@@ -73,6 +73,7 @@ async fn ask(object: Value) -> Value {
     let (_tx, snapshots) = watch::channel(Some(Arc::new(Snapshot {
         generation: 1,
         store: Arc::new(store),
+        config: Arc::default(),
         served: Arc::default(),
         rejected: Arc::default(),
     })));

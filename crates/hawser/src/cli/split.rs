@@ -126,7 +126,7 @@ pub struct ControllerArgs {
 }
 
 /// What `hawser controller --kubernetes` needs besides the common flags.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ClusterArgs {
     /// The controller's namespace (its HawserConfig, Lease and agents);
     /// the kubeconfig's or the pod's namespace by default.

@@ -60,11 +60,12 @@ async fn ready_pods_become_agents_and_leave_when_not_ready_or_deleted() {
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(discover_agents(
         client,
-        AgentDiscovery {
+        watch::channel(AgentDiscovery {
             namespace: "hawser".into(),
             label_selector: "app.kubernetes.io/component=haproxy".into(),
             agent_port: 7443,
-        },
+        })
+        .1,
         targets_tx,
         async move {
             let _ = stopped.await;
@@ -104,11 +105,12 @@ async fn discovery_survives_a_gone_relist() {
     let (targets_tx, mut targets) = watch::channel(Vec::new());
     let task = tokio::spawn(discover_agents(
         client,
-        AgentDiscovery {
+        watch::channel(AgentDiscovery {
             namespace: "hawser".into(),
             label_selector: String::new(),
             agent_port: 7443,
-        },
+        })
+        .1,
         targets_tx,
         std::future::pending(),
     ));
@@ -118,5 +120,38 @@ async fn discovery_survives_a_gone_relist() {
     fake.apply(&pod("h-2", Some("10.1.0.2"), true));
     fake.compact();
     agents_become(&mut targets, &["10.1.0.2:7443"]).await;
+    task.abort();
+}
+
+#[tokio::test]
+async fn a_new_selection_watches_again_and_keeps_the_old_agents_until_it_has_listed() {
+    let (fake, client) = FakeApi::start();
+    fake.apply(&pod("h-1", Some("10.1.0.1"), true));
+    let mut canary = pod("canary", Some("10.1.0.7"), true);
+    canary.metadata.labels = Some([("track".to_string(), "canary".to_string())].into());
+    fake.apply(&canary);
+    let selection = |label_selector: &str, agent_port| AgentDiscovery {
+        namespace: "hawser".into(),
+        label_selector: label_selector.into(),
+        agent_port,
+    };
+    let (discovery_tx, discovery) =
+        watch::channel(selection("app.kubernetes.io/component=haproxy", 7443));
+    let (targets_tx, mut targets) = watch::channel(Vec::new());
+    let task = tokio::spawn(discover_agents(
+        client,
+        discovery,
+        targets_tx,
+        std::future::pending(),
+    ));
+    agents_become(&mut targets, &["10.1.0.1:7443"]).await;
+
+    discovery_tx.send_replace(selection("track=canary", 7444));
+    agents_become(&mut targets, &["10.1.0.7:7444"]).await;
+    // Unchanged selection: no new watch (one per selection so far).
+    discovery_tx.send_replace(selection("track=canary", 7444));
+    fake.apply(&pod("h-2", Some("10.1.0.2"), true));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(targets.borrow().len(), 1);
     task.abort();
 }

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use hawser_controller::fleet::Fleet;
 use hawser_controller::kube::{
-    AgentDiscovery, KubeSourceOptions, LeaseOptions, discover_agents, lead, publish_status,
-    report_config, report_rejections, run_kube, shared_default_certificate,
+    AgentDiscovery, KubeSourceOptions, LeaseOptions, Refusal, SourceConfig, discover_agents,
+    follow_config, lead, publish_status, report_config, report_rejections, run_kube,
+    shared_default_certificate,
 };
 use hawser_controller::local::ControllerStatus;
 use hawser_controller::webhook::{WebhookState, router, serve_tls};
@@ -74,7 +75,10 @@ impl Cluster {
             }
         };
         // The HawserConfig's Valid condition says whether this spec renders.
-        let verdict = spec.render_config().map(|_| ());
+        let verdict = spec
+            .render_config()
+            .map(|_| ())
+            .map_err(Refusal::invalid_spec);
         if let Err(e) = report_config(client.clone(), &namespace, &args.config_name, &verdict).await
         {
             warn!("cannot write the HawserConfig status: {e}");
@@ -116,19 +120,47 @@ impl Cluster {
         };
         let cluster_args = &args.cluster;
 
+        // The HawserConfig in force, and what follows from it: the renderer,
+        // the watched objects, the agents. A change replaces each of them
+        // (or is refused, and the Valid condition says why).
+        let live = Live {
+            args: cluster_args.clone(),
+            namespace: self.namespace.clone(),
+            default_certificate: started.default_certificate.clone(),
+        };
+        let (source_tx, source) =
+            watch::channel(live.source_config(&self.spec, Arc::new(started.renderer))?);
+        let (agents_tx, agents) = watch::channel(live.agent_discovery(&self.spec));
+        tokio::spawn(follow_config(
+            self.client.clone(),
+            self.namespace.clone(),
+            cluster_args.config_name.clone(),
+            self.spec.clone(),
+            move |spec| {
+                let config = spec
+                    .render_config()
+                    .map_err(|e| Refusal::invalid_spec(format!("HawserConfig {e}")))?;
+                let renderer = Renderer::new(config)
+                    .map_err(|e| Refusal::invalid_spec(e.to_string()))?
+                    .with_default_certificate(live.default_certificate.clone());
+                let source = live
+                    .source_config(spec, Arc::new(renderer))
+                    .map_err(|e| Refusal::invalid_spec(e.to_string()))?;
+                source_tx.send_if_modified(|current| replace_if_new(current, source));
+                agents_tx.send_if_modified(|current| {
+                    replace_if_new(current, live.agent_discovery(spec))
+                });
+                Ok(())
+            },
+            stopped(started.stop.clone()),
+        ));
+
         // Agents: Ready pods matching the selector.
         let (targets_tx, targets) = watch::channel(Vec::new());
         fleet.follow_agents(targets);
         tokio::spawn(discover_agents(
             self.client.clone(),
-            AgentDiscovery {
-                namespace: self.namespace.clone(),
-                label_selector: cluster_args
-                    .agent_selector
-                    .clone()
-                    .unwrap_or_else(|| self.spec.agents.selector.clone()),
-                agent_port: cluster_args.agent_port.unwrap_or(self.spec.agents.port),
-            },
+            agents,
             targets_tx,
             stopped(started.stop.clone()),
         ));
@@ -187,24 +219,9 @@ impl Cluster {
             ));
         }
 
-        let mut kept_secrets = BTreeSet::new();
-        if let Some(default) = &started.config.settings.default_certificate {
-            kept_secrets.insert(parse_key(default, "settings.defaultCertificate")?);
-        }
-        let mut options = KubeSourceOptions {
-            namespaces: self.spec.watch.namespaces.clone(),
-            kept_secrets,
-            ..KubeSourceOptions::default()
-        };
-        if let Some(selector) = &self.spec.watch.label_selector {
-            options
-                .label_selectors
-                .insert(Kind::Ingress, selector.clone());
-        }
         run_kube(
             self.client,
-            options,
-            started.renderer,
+            source,
             fleet.sink(),
             1,
             started.controller,
@@ -213,6 +230,59 @@ impl Cluster {
         .await;
         Ok(())
     }
+}
+
+/// What a HawserConfig spec means for the running controller, with the
+/// flags that override it.
+struct Live {
+    args: ClusterArgs,
+    namespace: String,
+    default_certificate: CertificatePem,
+}
+
+impl Live {
+    fn source_config(
+        &self,
+        spec: &HawserConfigSpec,
+        renderer: Arc<Renderer>,
+    ) -> anyhow::Result<SourceConfig> {
+        let mut kept_secrets = BTreeSet::new();
+        if let Some(default) = &renderer.config().settings.default_certificate {
+            kept_secrets.insert(parse_key(default, "settings.defaultCertificate")?);
+        }
+        let mut options = KubeSourceOptions {
+            namespaces: spec.watch.namespaces.clone(),
+            kept_secrets,
+            ..KubeSourceOptions::default()
+        };
+        if let Some(selector) = &spec.watch.label_selector {
+            options
+                .label_selectors
+                .insert(Kind::Ingress, selector.clone());
+        }
+        Ok(SourceConfig { renderer, options })
+    }
+
+    fn agent_discovery(&self, spec: &HawserConfigSpec) -> AgentDiscovery {
+        AgentDiscovery {
+            namespace: self.namespace.clone(),
+            label_selector: self
+                .args
+                .agent_selector
+                .clone()
+                .unwrap_or_else(|| spec.agents.selector.clone()),
+            agent_port: self.args.agent_port.unwrap_or(spec.agents.port),
+        }
+    }
+}
+
+/// Replaces `current` when `next` differs; says whether it did.
+fn replace_if_new<T: PartialEq>(current: &mut T, next: T) -> bool {
+    if *current == next {
+        return false;
+    }
+    *current = next;
+    true
 }
 
 fn parse_key(text: &str, what: &str) -> anyhow::Result<ObjectKey> {
