@@ -229,6 +229,7 @@ def check_controller(objs: list[dict], values: dict, webhook: bool) -> None:
     needed |= {("", r, v) for r in ("services", "secrets", "pods") for v in ("get", "list", "watch")}
     needed |= {("discovery.k8s.io", "endpointslices", v) for v in ("get", "list", "watch")}
     needed |= {("hawser.dev", "hawserconfigs", v) for v in ("get", "list", "watch")}
+    needed.add(("hawser.dev", "hawserconfigs/status", "patch"))  # the Valid condition
     needed |= {("networking.k8s.io", "ingresses/status", v) for v in ("update", "patch")}
     needed |= {(g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")}
     R.check(granted == needed, "the controller's ClusterRole grants exactly what it needs",

@@ -30,6 +30,7 @@ mod config_watch;
 mod default_certificate;
 mod discovery;
 mod events;
+mod extra;
 mod leader;
 mod status;
 mod watch;
@@ -43,6 +44,7 @@ use std::time::Duration;
 
 use ::kube::Client;
 use hawser_agent::Generation;
+use hawser_crd::ExtraResource;
 use hawser_model::{Kind, ObjectKey};
 use hawser_render::Renderer;
 use serde::Serialize;
@@ -60,6 +62,7 @@ pub use leader::{LeaseOptions, lead};
 pub use status::{SERVICE_POLL, publish_status};
 
 use self::cluster::Cluster;
+use self::extra::{ExtraChange, ExtraObjects};
 use self::watch::Message;
 use crate::local::{ControllerStatus, DEBOUNCE, Deliver, RenderCycle, SourceRead};
 
@@ -83,6 +86,8 @@ pub struct KubeSourceOptions {
     /// Secrets whose data is kept even when no Ingress refers to them, such
     /// as the configured default certificate.
     pub kept_secrets: BTreeSet<ObjectKey>,
+    /// Further kinds templates read as `resources.<Kind>`.
+    pub extra_resources: Vec<ExtraResource>,
 }
 
 /// The cluster source, as `/status` shows it.
@@ -148,7 +153,7 @@ pub async fn run_kube(
     loop {
         let deadline = pending
             .as_ref()
-            .filter(|_| watching.cluster.ready())
+            .filter(|_| watching.ready())
             .map(Pending::deadline);
         tokio::select! {
             () = &mut stop => break,
@@ -180,13 +185,16 @@ pub async fn run_kube(
                     pending = Some(Pending { first, last: now });
                 }
                 if effect.watch_status {
-                    let report = watching.cluster.status();
-                    status.send_if_modified(|s| {
-                        let changed = s.cluster.as_ref() != Some(&report);
-                        s.cluster = Some(report);
-                        changed
-                    });
+                    watching.report(&status);
                 }
+            }
+            Some((index, change)) = watching.extra_messages.recv() => {
+                if watching.extra.apply(index, change) {
+                    let now = Instant::now();
+                    let first = pending.as_ref().map_or(now, |p| p.first);
+                    pending = Some(Pending { first, last: now });
+                }
+                watching.report(&status);
             }
             // Reaps finished Secret reads (watch tasks run until stopped).
             Some(done) = watching.tasks.join_next() => {
@@ -199,9 +207,9 @@ pub async fn run_kube(
             () = sleep_until(deadline) => {
                 pending = None;
                 let started = Instant::now();
-                let (store, problems) = watching.cluster.snapshot();
-                let report = watching.cluster.status();
-                status.send_modify(|s| s.cluster = Some(report));
+                let (mut store, problems) = watching.cluster.snapshot();
+                watching.extra.fill(&mut store);
+                watching.report(&status);
                 cycle.render(SourceRead { store, problems, started }, &current.renderer, &sink, &status);
             }
         }
@@ -215,6 +223,8 @@ struct Watching {
     messages: mpsc::UnboundedReceiver<Message>,
     messages_tx: mpsc::UnboundedSender<Message>,
     cluster: Cluster,
+    extra_messages: mpsc::UnboundedReceiver<(usize, ExtraChange)>,
+    extra: ExtraObjects,
 }
 
 impl Watching {
@@ -222,13 +232,36 @@ impl Watching {
         let (messages_tx, messages) = mpsc::unbounded_channel();
         let mut tasks = JoinSet::new();
         let scopes = watch::spawn_all(&mut tasks, client, options, &messages_tx);
-        info!("watching {} kind/namespace scopes", scopes.len());
+        let (extra_tx, extra_messages) = mpsc::unbounded_channel();
+        let extra = ExtraObjects::start(&mut tasks, client, &options.extra_resources, &extra_tx);
+        info!(
+            "watching {} kind/namespace scopes and {} extra kinds",
+            scopes.len(),
+            options.extra_resources.len()
+        );
         Watching {
             tasks,
             messages,
             messages_tx,
             cluster: Cluster::new(scopes, options.kept_secrets.clone()),
+            extra_messages,
+            extra,
         }
+    }
+
+    /// Every watch has listed: a render sees all that is watched.
+    fn ready(&self) -> bool {
+        self.cluster.ready() && self.extra.ready()
+    }
+
+    fn report(&self, status: &channel::Sender<ControllerStatus>) {
+        let mut report = self.cluster.status();
+        self.extra.report(&mut report.watches);
+        status.send_if_modified(|s| {
+            let changed = s.cluster.as_ref() != Some(&report);
+            s.cluster = Some(report);
+            changed
+        });
     }
 
     fn fetch_secret(&mut self, client: &Client, key: ObjectKey) {

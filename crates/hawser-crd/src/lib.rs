@@ -72,7 +72,7 @@ pub struct WatchSpec {
     pub extra_resources: Vec<ExtraResource>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct ExtraResource {
     /// e.g. `v1` or `example.com/v1`.

@@ -127,6 +127,31 @@ impl FakeApi {
         }
     }
 
+    /// [`FakeApi::apply`] for a kind no Rust type describes (a custom
+    /// resource): stored in `resource`'s collection, namespaced when the
+    /// object names a namespace. Discovery then lists the kind.
+    ///
+    /// # Panics
+    /// When the server refuses it.
+    pub fn apply_dynamic(&self, resource: &kube::api::ApiResource, mut object: Value) -> Value {
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+        }
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .filter(|ns| !ns.is_empty())
+            .map(str::to_string);
+        let collection = Collection {
+            group_version: resource.api_version.clone(),
+            plural: resource.plural.clone(),
+        };
+        match lock(&self.shared).put(&collection, namespace.as_deref(), object) {
+            Ok(stored) => stored,
+            Err(e) => panic!("fake api: cannot apply a {}: {}", resource.kind, e.message),
+        }
+    }
+
     /// The stored object (`namespace` is ignored for cluster-scoped kinds).
     ///
     /// # Panics

@@ -60,6 +60,14 @@ fn handle(
     content_type: &str,
     body: &[u8],
 ) -> Result<Response<FakeBody>, ApiError> {
+    if let Some(group_version) = discovery_path(uri.path()) {
+        return lock(shared)
+            .api_resources(&group_version)
+            .map(|list| json_response(StatusCode::OK, &list))
+            .ok_or_else(|| {
+                ApiError::new(StatusCode::NOT_FOUND, "NotFound", "no such group/version")
+            });
+    }
     let route = parse_path(uri.path()).ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
@@ -166,6 +174,16 @@ fn method_not_allowed(method: &Method) -> ApiError {
         "MethodNotAllowed",
         format!("the server does not allow method {method} on this resource"),
     )
+}
+
+/// The group/version a discovery path asks about (`/api/v1`, `/apis/g/v`).
+fn discovery_path(path: &str) -> Option<String> {
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    match segments.as_slice() {
+        ["api", version] => Some((*version).to_string()),
+        ["apis", group, version] => Some(format!("{group}/{version}")),
+        _ => None,
+    }
 }
 
 fn json_response(code: StatusCode, value: &Value) -> Response<FakeBody> {

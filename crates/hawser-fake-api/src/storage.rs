@@ -6,7 +6,7 @@
 //! selects the object. A watch from resourceVersion N replays the history
 //! after N; once [`Storage::compact`] dropped that part, it gets `410 Gone`.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use bytes::Bytes;
 use http::Method;
@@ -109,6 +109,8 @@ pub(crate) struct Storage {
     /// Watches from a resourceVersion below this one get 410 Gone.
     oldest: u64,
     kinds: BTreeMap<Collection, String>,
+    /// Collections whose objects have a namespace (for discovery).
+    namespaced: BTreeSet<Collection>,
     watches: Vec<Watch>,
     next_watch: u64,
     /// How many of the next watch requests fail with 500.
@@ -125,6 +127,7 @@ impl Default for Storage {
             history: VecDeque::new(),
             oldest: FIRST_RESOURCE_VERSION,
             kinds: BTreeMap::new(),
+            namespaced: BTreeSet::new(),
             watches: Vec::new(),
             next_watch: 0,
             failing_watches: 0,
@@ -240,6 +243,9 @@ impl Storage {
         meta.remove("resourceVersion");
         meta.remove("deletionTimestamp");
         self.kinds.insert(collection.clone(), kind);
+        if namespace.is_some() {
+            self.namespaced.insert(collection.clone());
+        }
         Ok(self.commit(id, EventType::Added, None, object))
     }
 
@@ -574,6 +580,33 @@ impl Storage {
             },
         });
         event_line("BOOKMARK", &object)
+    }
+
+    /// Discovery (`GET /apis/{group}/{version}`, `/api/v1`): the kinds of
+    /// the collections that have had objects, as an `APIResourceList`.
+    pub fn api_resources(&self, group_version: &str) -> Option<Value> {
+        let resources: Vec<Value> = self
+            .kinds
+            .iter()
+            .filter(|(collection, _)| collection.group_version == group_version)
+            .map(|(collection, kind)| {
+                json!({
+                    "name": collection.plural,
+                    "singularName": kind.to_lowercase(),
+                    "namespaced": self.namespaced.contains(collection),
+                    "kind": kind,
+                    "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
+                })
+            })
+            .collect();
+        (!resources.is_empty()).then(|| {
+            json!({
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": group_version,
+                "resources": resources,
+            })
+        })
     }
 
     /// The kind of a collection: learned from the objects created in it,

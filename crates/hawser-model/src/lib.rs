@@ -15,6 +15,7 @@ mod convert;
 mod endpoints;
 mod ingress;
 mod key;
+mod resources;
 mod secret;
 mod service;
 mod store;
@@ -26,6 +27,7 @@ pub use ingress::{
     IngressPath, IngressRule, IngressTls, PathType, ServicePortRef,
 };
 pub use key::{Kind, ObjectKey, ObjectRef};
+pub use resources::ExtraResources;
 pub use secret::Secret;
 pub use service::{ANNOTATION_PREFIX, Service, ServicePort, ServiceType};
 pub use store::{Object, Store};

@@ -3,7 +3,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::{EndpointSlice, Ingress, IngressClass, Kind, ObjectKey, ObjectRef, Secret, Service};
+use crate::{
+    EndpointSlice, ExtraResources, Ingress, IngressClass, Kind, ObjectKey, ObjectRef, Secret,
+    Service,
+};
 
 /// One object of a kind hawser reads.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +42,8 @@ pub struct Store {
     endpoint_slices: BTreeMap<ObjectKey, EndpointSlice>,
     slices_by_service: BTreeMap<ObjectKey, BTreeSet<ObjectKey>>,
     secrets: BTreeMap<ObjectKey, Secret>,
+    /// The kinds a configuration adds (`watch.extraResources`).
+    pub extra: ExtraResources,
 }
 
 impl Store {
@@ -107,6 +112,7 @@ impl Store {
             + self.services.len()
             + self.endpoint_slices.len()
             + self.secrets.len()
+            + self.extra.len()
     }
 
     pub fn is_empty(&self) -> bool {

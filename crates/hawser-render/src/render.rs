@@ -1,6 +1,7 @@
 //! One render: store in, file set + plan + diagnostics out.
 
 use hawser_model::{Kind, ObjectKey, ObjectRef, Store};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use minijinja::Environment;
@@ -88,6 +89,9 @@ struct TemplateContext<'a> {
     plan: &'a Plan,
     routing: Routing<'a>,
     tls: Tls,
+    /// The kinds the configuration adds (`watch.extraResources`): each
+    /// kind's objects as their JSON, in namespace/name order.
+    resources: BTreeMap<&'a str, Vec<&'a serde_json::Value>>,
 }
 
 #[derive(Serialize)]
@@ -175,12 +179,18 @@ impl Renderer {
             tls: Tls {
                 crt_list: tls::CRT_LIST_PATH,
             },
+            resources: store
+                .extra
+                .by_kind()
+                .map(|(kind, objects)| (kind, objects.collect()))
+                .collect(),
         };
         let template = self.env.get_template(ENTRY_TEMPLATE)?;
         let config = template.render(minijinja::value::Serde(&context))?;
         let structure = structure_plan(&plan);
         let skeleton = template.render(minijinja::value::Serde(&TemplateContext {
             plan: &structure,
+            resources: context.resources.clone(),
             ..context
         }))?;
         plan.structure_digest = hex::encode(Sha256::digest(skeleton.as_bytes()));

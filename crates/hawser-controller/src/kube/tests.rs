@@ -901,3 +901,90 @@ async fn hawser_config_changes_are_applied_and_a_refused_one_keeps_the_last() {
     );
     task.abort();
 }
+
+#[tokio::test]
+async fn extra_resources_reach_the_store_and_an_unknown_kind_stops_nothing() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    fake.apply(&ingress("a", "a.example.com", None));
+    let widgets = ::kube::api::ApiResource::from_gvk(&::kube::api::GroupVersionKind::gvk(
+        "example.com",
+        "v1",
+        "Widget",
+    ));
+    let widget = |name: &str, size: u32| {
+        json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {
+                "name": name, "namespace": "app",
+                "managedFields": [{"manager": "kubectl"}],
+            },
+            "spec": {"size": size},
+        })
+    };
+    fake.apply_dynamic(&widgets, widget("w1", 1));
+    let extra = |kind: &str| hawser_crd::ExtraResource {
+        api_version: "example.com/v1".into(),
+        kind: kind.into(),
+        ..hawser_crd::ExtraResource::default()
+    };
+    let options = KubeSourceOptions {
+        extra_resources: vec![extra("Widget"), extra("Gadget")],
+        ..KubeSourceOptions::default()
+    };
+    let mut source = Source::start(client, options);
+    let sizes = |store: &Store| -> Vec<(String, Vec<u64>)> {
+        store
+            .extra
+            .by_kind()
+            .map(|(kind, objects)| {
+                let sizes = objects
+                    .map(|o| {
+                        assert!(o.pointer("/metadata/managedFields").is_none(), "{o}");
+                        o["spec"]["size"].as_u64().unwrap()
+                    })
+                    .collect();
+                (kind.to_string(), sizes)
+            })
+            .collect()
+    };
+    // Gadget is served by nobody: reported, and the rest renders.
+    let (_, store) = source.next_delivery().await;
+    assert_eq!(
+        sizes(&store),
+        [
+            ("Gadget".to_string(), vec![]),
+            ("Widget".to_string(), vec![1])
+        ]
+    );
+    assert_eq!(hosts(&store), ["a=a.example.com"]);
+    let watches = source.status.borrow().cluster.clone().unwrap().watches;
+    let gadget = &watches["extra Gadget"];
+    assert!(
+        gadget
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("does not serve example.com/v1 Gadget")),
+        "{gadget:?}"
+    );
+    assert!(watches["extra Widget"].synced);
+
+    // A template that reads them renders again when they change.
+    let mut config = RenderConfig::default();
+    config.templates.snippets.insert(
+        "global-widgets".into(),
+        "{% for w in resources.Widget %}  # widget {{ w.metadata.name }}\n{% endfor %}".into(),
+    );
+    let options = source.configure.borrow().options.clone();
+    source.configure.send_replace(SourceConfig {
+        renderer: Arc::new(Renderer::new(config).unwrap()),
+        options,
+    });
+    source.next_delivery().await;
+    fake.apply_dynamic(&widgets, widget("w2", 2));
+    let (_, store) = source
+        .delivery_where(|s| sizes(s).iter().any(|(k, v)| k == "Widget" && v.len() == 2))
+        .await;
+    assert_eq!(sizes(&store)[1], ("Widget".to_string(), vec![1, 2]));
+    source.stop().await;
+}

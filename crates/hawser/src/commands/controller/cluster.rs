@@ -253,6 +253,7 @@ impl Live {
         let mut options = KubeSourceOptions {
             namespaces: spec.watch.namespaces.clone(),
             kept_secrets,
+            extra_resources: spec.watch.extra_resources.clone(),
             ..KubeSourceOptions::default()
         };
         if let Some(selector) = &spec.watch.label_selector {
