@@ -83,6 +83,35 @@ impl FakeApi {
         (FakeApi { shared }, Client::new(service, "default"))
     }
 
+    /// Starts the server on the current tokio runtime, answering HTTP on
+    /// `127.0.0.1` (see [`FakeApi::kubeconfig`]): how a separate process,
+    /// `hawser controller --kubernetes`, reaches it. Serves until the
+    /// runtime ends.
+    ///
+    /// # Panics
+    /// When no local port can be bound.
+    pub async fn start_http() -> (FakeApi, std::net::SocketAddr) {
+        let (fake, _client) = FakeApi::start();
+        let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+            Ok(listener) => listener,
+            Err(e) => panic!("fake api: cannot listen: {e}"),
+        };
+        let addr = match listener.local_addr() {
+            Ok(addr) => addr,
+            Err(e) => panic!("fake api: no local address: {e}"),
+        };
+        tokio::spawn(serve::serve_http(Arc::clone(&fake.shared), listener));
+        (fake, addr)
+    }
+
+    /// A kubeconfig for a process to reach [`FakeApi::start_http`]'s server
+    /// at `addr`, in namespace `namespace` by default.
+    pub fn kubeconfig(addr: std::net::SocketAddr, namespace: &str) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: http://{addr}\nusers:\n- name: fake\n  user: {{}}\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake\n    namespace: {namespace}\ncurrent-context: fake\n"
+        )
+    }
+
     /// Creates or replaces an object, status included, as one write (one
     /// watch event). The object's `resourceVersion` is ignored. A namespaced
     /// object without a namespace goes to `default`. Returns what is stored.

@@ -28,6 +28,28 @@ pub(crate) async fn serve(shared: Shared, mut handle: Handle<Request<Body>, Resp
     }
 }
 
+/// Serves HTTP/1.1 on `listener` (for a process that reads a kubeconfig)
+/// until the task is aborted.
+pub(crate) async fn serve_http(shared: Shared, listener: tokio::net::TcpListener) {
+    let app = axum::Router::new().fallback(move |request: Request<axum::body::Body>| {
+        let shared = Arc::clone(&shared);
+        async move {
+            let (parts, body) = request.into_parts();
+            let body = match axum::body::to_bytes(body, usize::MAX).await {
+                Ok(bytes) => Body::from(bytes),
+                Err(e) => {
+                    let response = error_response(&ApiError::bad_request(e.to_string()));
+                    return response.map(axum::body::Body::new);
+                }
+            };
+            respond(&shared, Request::from_parts(parts, body))
+                .await
+                .map(axum::body::Body::new)
+        }
+    });
+    let _ = axum::serve(listener, app).await;
+}
+
 async fn respond(shared: &Shared, request: Request<Body>) -> Response<FakeBody> {
     let (parts, body) = request.into_parts();
     let path_and_query = parts

@@ -303,6 +303,27 @@ pub struct ControllerProc {
 
 impl ControllerProc {
     pub fn start(manifests: &Path, agents: &[&AgentProc], tls_dir: &Path, args: &[&str]) -> Self {
+        let mut source: Vec<String> = vec!["--manifests".into(), manifests.display().to_string()];
+        for agent in agents {
+            source.extend(["--agent".into(), agent.listen.to_string()]);
+        }
+        ControllerProc::launch(manifests, tls_dir, &source, args, &[])
+    }
+
+    /// `hawser controller --kubernetes` against the API server a kubeconfig
+    /// names (the fake one, served over HTTP).
+    pub fn cluster(kubeconfig: &Path, tls_dir: &Path, args: &[&str]) -> Self {
+        let env = [("KUBECONFIG", kubeconfig.as_os_str())];
+        ControllerProc::launch(Path::new(""), tls_dir, &["--kubernetes".into()], args, &env)
+    }
+
+    fn launch(
+        manifests: &Path,
+        tls_dir: &Path,
+        source: &[String],
+        args: &[&str],
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Self {
         let ip = listen_address();
         let admin = SocketAddr::from((ip, two_free_ports(ip).0));
         let state = tempfile::Builder::new()
@@ -311,8 +332,7 @@ impl ControllerProc {
             .expect("controller state");
         let mut command = hawser_command(["controller"]);
         command
-            .arg("--manifests")
-            .arg(manifests)
+            .args(source)
             .arg("--tls-dir")
             .arg(tls_dir)
             .arg("--state-dir")
@@ -320,10 +340,10 @@ impl ControllerProc {
             .arg("--admin")
             .arg(admin.to_string())
             .args(args)
-            .env("HAWSER_LOG", "info");
-        for agent in agents {
-            command.arg("--agent").arg(agent.listen.to_string());
-        }
+            .env("HAWSER_LOG", "info")
+            // Never the cluster this machine may be in: only the kubeconfig given.
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .envs(env.iter().copied());
         ControllerProc {
             admin,
             manifests: manifests.to_path_buf(),

@@ -1,0 +1,221 @@
+//! `hawser controller --kubernetes` as a whole process: it reads the
+//! cluster from an API server (the fake one, over HTTP through a
+//! kubeconfig), discovers the agent from its pod, leads, pushes over mutual
+//! TLS to a real agent and HAProxy, writes Ingress status, and follows
+//! HawserConfig changes while it runs (fixture `cluster_mode/`).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "tests fail by panicking"
+)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use hawser_crd::HawserConfig;
+use hawser_fake_api::FakeApi;
+use k8s_openapi::api::core::v1 as core;
+use k8s_openapi::api::discovery::v1 as discovery;
+use k8s_openapi::api::networking::v1 as networking;
+use kube::Resource;
+use kube::api::ApiResource;
+use serde_json::{Value, json};
+use support::{AgentProc, Backends, ControllerProc, Manifests, Pki, TIMEOUT, pod};
+
+const HOST: &str = "cluster.example.com";
+
+struct Cluster {
+    fake: FakeApi,
+    _backends: Backends,
+    _kubeconfig: tempfile::NamedTempFile,
+    agent: AgentProc,
+    controller: ControllerProc,
+    _pki: Pki,
+}
+
+/// The fixture's objects in the fake API server, one agent, and the
+/// controller reading that server.
+async fn start_cluster() -> Cluster {
+    let backends = Backends::start(&[pod("app", "web", "web-a")]);
+    let pki = Pki::bootstrap();
+    let agent = AgentProc::start(&pki.agent_dir());
+    let mut vars = backends.vars();
+    vars.insert("AGENT_IP".into(), agent.listen.ip().to_string());
+    vars.insert("AGENT_PORT".into(), agent.listen.port().to_string());
+    let manifests = Manifests::from_fixture("cluster_mode", &vars);
+    let (fake, addr) = FakeApi::start_http().await;
+    let text = std::fs::read_to_string(manifests.path().join("cluster.yaml")).unwrap();
+    for object in serde_saphyr::from_multiple::<Value>(&text).unwrap() {
+        apply(&fake, object);
+    }
+    let kubeconfig = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(kubeconfig.path(), FakeApi::kubeconfig(addr, "hawser")).unwrap();
+    let controller = ControllerProc::cluster(
+        kubeconfig.path(),
+        &pki.controller_dir(),
+        &[
+            "--namespace",
+            "hawser",
+            "--identity",
+            "hawser-controller-0",
+            "--publish-service",
+            "hawser/haproxy",
+        ],
+    );
+    Cluster {
+        fake,
+        _backends: backends,
+        _kubeconfig: kubeconfig,
+        agent,
+        controller,
+        _pki: pki,
+    }
+}
+
+fn resource_of<K: Resource<DynamicType = ()>>() -> ApiResource {
+    ApiResource::erase::<K>(&())
+}
+
+fn apply(fake: &FakeApi, object: Value) {
+    let resource = match object["kind"].as_str().unwrap() {
+        "IngressClass" => resource_of::<networking::IngressClass>(),
+        "Ingress" => resource_of::<networking::Ingress>(),
+        "Service" => resource_of::<core::Service>(),
+        "Pod" => resource_of::<core::Pod>(),
+        "EndpointSlice" => resource_of::<discovery::EndpointSlice>(),
+        "HawserConfig" => resource_of::<HawserConfig>(),
+        other => panic!("the fixture has a {other} this test does not apply"),
+    };
+    fake.apply_dynamic(&resource, object);
+}
+
+fn hawser_config(spec: Value) -> Value {
+    json!({
+        "apiVersion": "hawser.dev/v1alpha1", "kind": "HawserConfig",
+        "metadata": {"name": "hawser", "namespace": "hawser"},
+        "spec": spec,
+    })
+}
+
+impl Cluster {
+    /// Waits until the served answer for `HOST` satisfies `check`.
+    async fn expect_served(&self, what: &str, check: impl Fn(&support::Response) -> bool) {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let response = self.agent.get(HOST, "/").await;
+            if check(&response) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "never served {what}; last answer {} {:?}\ncontroller:\n{}\nagent:\n{}",
+                response.status,
+                response.headers,
+                self.controller.output(),
+                self.agent.output()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn valid_condition(&self) -> Option<(String, String, String)> {
+        let config = self.fake.get::<HawserConfig>("hawser", "hawser")?;
+        let condition = config.status?.conditions.pop()?;
+        Some((condition.status, condition.reason, condition.message))
+    }
+
+    async fn expect_valid(&self, status: &str, reason: &str) -> String {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some((s, r, message)) = self.valid_condition()
+                && s == status
+                && r == reason
+            {
+                return message;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "Valid never became {status}/{reason}: {:?}\n{}",
+                self.valid_condition(),
+                self.controller.output()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_controller_serves_a_cluster_and_follows_its_hawser_config() {
+    let cluster = start_cluster().await;
+
+    // Discovered, led, rendered and pushed: the Ingress is served.
+    cluster.agent.expect_status_eventually(HOST, "/", 200).await;
+    let echo = cluster.agent.get(HOST, "/").await.echo();
+    assert_eq!(
+        (echo.namespace.as_str(), echo.service.as_str()),
+        ("app", "web")
+    );
+    cluster.expect_valid("True", "Rendered").await;
+    assert_eq!(cluster.controller.metric("hawser_leader").await, Some(1.0));
+
+    // Ingress status carries the HAProxy Service's address.
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let ingress = cluster
+            .fake
+            .get::<networking::Ingress>("app", "web")
+            .unwrap();
+        let ip = ingress
+            .status
+            .and_then(|s| s.load_balancer)
+            .and_then(|lb| lb.ingress)
+            .and_then(|i| i.first().and_then(|i| i.ip.clone()));
+        if ip.as_deref() == Some("203.0.113.10") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "Ingress status never written: {ip:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    // A HawserConfig change is rendered and pushed with no restart.
+    let agents = json!({"selector": "app.kubernetes.io/component=haproxy",
+                        "port": cluster.agent.listen.port()});
+    let tagged = |tag: &str| {
+        hawser_config(json!({
+            "agents": agents,
+            "templates": {"snippets": {
+                "frontend-tag": format!("  http-response set-header X-Hawser-Config {tag}"),
+            }},
+        }))
+    };
+    apply(&cluster.fake, tagged("v2"));
+    cluster
+        .expect_served("the new snippet", |r| {
+            r.header("x-hawser-config") == Some("v2")
+        })
+        .await;
+
+    // A spec that does not render is refused; the last valid one serves on.
+    let mut broken = tagged("v3");
+    broken["spec"]["settings"] = json!({"timeouts": {"connect": "soon"}});
+    apply(&cluster.fake, broken);
+    let message = cluster.expect_valid("False", "InvalidSpec").await;
+    assert!(message.contains("connect"), "{message}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let served = cluster.agent.get(HOST, "/").await;
+    assert_eq!(served.header("x-hawser-config"), Some("v2"));
+
+    // Fixed, it is applied.
+    apply(&cluster.fake, tagged("v4"));
+    cluster
+        .expect_served("the fixed spec", |r| {
+            r.header("x-hawser-config") == Some("v4")
+        })
+        .await;
+    cluster.expect_valid("True", "Rendered").await;
+}
