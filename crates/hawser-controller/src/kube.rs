@@ -117,13 +117,17 @@ pub struct WatchStatus {
 /// HawserConfig change sends a new one.
 #[derive(Debug, Clone)]
 pub struct SourceConfig {
-    pub renderer: Arc<Renderer>,
+    /// `None` while no valid configuration is known (the HawserConfig the
+    /// controller started with does not render): the source watches, but
+    /// renders (and so pushes) nothing until one is.
+    pub renderer: Option<Arc<Renderer>>,
     pub options: KubeSourceOptions,
 }
 
 impl PartialEq for SourceConfig {
     fn eq(&self, other: &Self) -> bool {
-        self.options == other.options && self.renderer.config() == other.renderer.config()
+        let config = |c: &SourceConfig| c.renderer.as_ref().map(|r| Arc::clone(r.config()));
+        self.options == other.options && config(self) == config(other)
     }
 }
 
@@ -153,7 +157,7 @@ pub async fn run_kube(
     loop {
         let deadline = pending
             .as_ref()
-            .filter(|_| watching.ready())
+            .filter(|_| watching.ready() && current.renderer.is_some())
             .map(Pending::deadline);
         tokio::select! {
             () = &mut stop => break,
@@ -205,12 +209,13 @@ pub async fn run_kube(
                 }
             }
             () = sleep_until(deadline) => {
+                let Some(renderer) = &current.renderer else { continue };
                 pending = None;
                 let started = Instant::now();
                 let (mut store, problems) = watching.cluster.snapshot();
                 watching.extra.fill(&mut store);
                 watching.report(&status);
-                cycle.render(SourceRead { store, problems, started }, &current.renderer, &sink, &status);
+                cycle.render(SourceRead { store, problems, started }, renderer, &sink, &status);
             }
         }
     }

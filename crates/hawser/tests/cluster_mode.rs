@@ -35,9 +35,9 @@ struct Cluster {
     _pki: Pki,
 }
 
-/// The fixture's objects in the fake API server, one agent, and the
-/// controller reading that server.
-async fn start_cluster() -> Cluster {
+/// The fixture's objects in the fake API server (then `prepare` changes
+/// them), one agent, and the controller reading that server.
+async fn start_cluster(prepare: impl FnOnce(&FakeApi, &AgentProc)) -> Cluster {
     let backends = Backends::start(&[pod("app", "web", "web-a")]);
     let pki = Pki::bootstrap();
     let agent = AgentProc::start(&pki.agent_dir());
@@ -50,6 +50,7 @@ async fn start_cluster() -> Cluster {
     for object in serde_saphyr::from_multiple::<Value>(&text).unwrap() {
         apply(&fake, object);
     }
+    prepare(&fake, &agent);
     let kubeconfig = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(kubeconfig.path(), FakeApi::kubeconfig(addr, "hawser")).unwrap();
     let controller = ControllerProc::cluster(
@@ -91,12 +92,30 @@ fn apply(fake: &FakeApi, object: Value) {
     fake.apply_dynamic(&resource, object);
 }
 
-fn hawser_config(spec: Value) -> Value {
+/// The fixture's HawserConfig with `snippet` in the frontend and `settings`.
+fn hawser_config(agent: &AgentProc, snippet: &str, settings: Value) -> Value {
     json!({
         "apiVersion": "hawser.dev/v1alpha1", "kind": "HawserConfig",
         "metadata": {"name": "hawser", "namespace": "hawser"},
-        "spec": spec,
+        "spec": {
+            "agents": {
+                "selector": "app.kubernetes.io/component=haproxy",
+                "port": agent.listen.port(),
+            },
+            "settings": settings,
+            "templates": {"snippets": {"frontend-tag": format!("  {snippet}")}},
+        },
     })
+}
+
+fn tagged(agent: &AgentProc, tag: &str) -> Value {
+    let snippet = format!("http-response set-header X-Hawser-Config {tag}");
+    hawser_config(agent, &snippet, json!({}))
+}
+
+/// A spec that does not render: its connect timeout is no duration.
+fn broken(agent: &AgentProc) -> Value {
+    hawser_config(agent, "", json!({"timeouts": {"connect": "soon"}}))
 }
 
 impl Cluster {
@@ -148,7 +167,7 @@ impl Cluster {
 
 #[tokio::test]
 async fn the_controller_serves_a_cluster_and_follows_its_hawser_config() {
-    let cluster = start_cluster().await;
+    let cluster = start_cluster(|_, _| {}).await;
 
     // Discovered, led, rendered and pushed: the Ingress is served.
     cluster.agent.expect_status_eventually(HOST, "/", 200).await;
@@ -183,17 +202,7 @@ async fn the_controller_serves_a_cluster_and_follows_its_hawser_config() {
     }
 
     // A HawserConfig change is rendered and pushed with no restart.
-    let agents = json!({"selector": "app.kubernetes.io/component=haproxy",
-                        "port": cluster.agent.listen.port()});
-    let tagged = |tag: &str| {
-        hawser_config(json!({
-            "agents": agents,
-            "templates": {"snippets": {
-                "frontend-tag": format!("  http-response set-header X-Hawser-Config {tag}"),
-            }},
-        }))
-    };
-    apply(&cluster.fake, tagged("v2"));
+    apply(&cluster.fake, tagged(&cluster.agent, "v2"));
     cluster
         .expect_served("the new snippet", |r| {
             r.header("x-hawser-config") == Some("v2")
@@ -201,9 +210,7 @@ async fn the_controller_serves_a_cluster_and_follows_its_hawser_config() {
         .await;
 
     // A spec that does not render is refused; the last valid one serves on.
-    let mut broken = tagged("v3");
-    broken["spec"]["settings"] = json!({"timeouts": {"connect": "soon"}});
-    apply(&cluster.fake, broken);
+    apply(&cluster.fake, broken(&cluster.agent));
     let message = cluster.expect_valid("False", "InvalidSpec").await;
     assert!(message.contains("connect"), "{message}");
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -211,10 +218,38 @@ async fn the_controller_serves_a_cluster_and_follows_its_hawser_config() {
     assert_eq!(served.header("x-hawser-config"), Some("v2"));
 
     // Fixed, it is applied.
-    apply(&cluster.fake, tagged("v4"));
+    apply(&cluster.fake, tagged(&cluster.agent, "v4"));
     cluster
         .expect_served("the fixed spec", |r| {
             r.header("x-hawser-config") == Some("v4")
+        })
+        .await;
+    cluster.expect_valid("True", "Rendered").await;
+}
+
+#[tokio::test]
+async fn a_controller_started_on_a_spec_that_does_not_render_waits_for_a_valid_one() {
+    let cluster = start_cluster(|fake, agent| apply(fake, broken(agent))).await;
+    let message = cluster.expect_valid("False", "InvalidSpec").await;
+    assert!(message.contains("connect"), "{message}");
+    // Alive, and nothing rendered or pushed, well past the debounce: the
+    // agent's HAProxy still runs its bootstrap configuration.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let status = cluster.controller.status().await;
+    assert!(status["controller"]["generation"].is_null(), "{status}");
+    let pushes: u64 = status["fleet"]["agents"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(_, a)| a["pushes"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(pushes, 0, "{status}");
+
+    apply(&cluster.fake, tagged(&cluster.agent, "v1"));
+    cluster.agent.expect_status_eventually(HOST, "/", 200).await;
+    cluster
+        .expect_served("the valid spec", |r| {
+            r.header("x-hawser-config") == Some("v1")
         })
         .await;
     cluster.expect_valid("True", "Rendered").await;

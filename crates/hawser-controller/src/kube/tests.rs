@@ -122,13 +122,21 @@ struct Source {
 
 impl Source {
     fn start(client: ::kube::Client, options: KubeSourceOptions) -> Source {
+        let renderer = Renderer::new(RenderConfig::default()).unwrap();
+        Source::start_with(
+            client,
+            SourceConfig {
+                renderer: Some(Arc::new(renderer)),
+                options,
+            },
+        )
+    }
+
+    fn start_with(client: ::kube::Client, config: SourceConfig) -> Source {
         let (tx, deliveries) = mpsc::unbounded_channel();
         let (status_tx, status) = watch::channel(ControllerStatus::default());
         let (stop, stopped) = oneshot::channel::<()>();
-        let (configure, config) = watch::channel(SourceConfig {
-            renderer: Arc::new(Renderer::new(RenderConfig::default()).unwrap()),
-            options,
-        });
+        let (configure, config) = watch::channel(config);
         let task = tokio::spawn(run_kube(
             client,
             config,
@@ -792,7 +800,7 @@ async fn a_new_configuration_renders_at_once_under_it() {
     let mut config = RenderConfig::default();
     config.settings.http_port = 8080;
     source.configure.send_replace(SourceConfig {
-        renderer: Arc::new(Renderer::new(config).unwrap()),
+        renderer: Some(Arc::new(Renderer::new(config).unwrap())),
         options: KubeSourceOptions::default(),
     });
     let (generation, store) = source.next_delivery().await;
@@ -816,7 +824,7 @@ async fn other_watched_namespaces_list_again_and_drop_what_they_no_longer_cover(
     let (_, store) = source.next_delivery().await;
     assert_eq!(hosts(&store), ["a=a.example.com", "b=b.example.com"]);
 
-    let renderer = Arc::clone(&source.configure.borrow().renderer);
+    let renderer = source.configure.borrow().renderer.clone();
     source.configure.send_replace(SourceConfig {
         renderer,
         options: KubeSourceOptions {
@@ -977,7 +985,7 @@ async fn extra_resources_reach_the_store_and_an_unknown_kind_stops_nothing() {
     );
     let options = source.configure.borrow().options.clone();
     source.configure.send_replace(SourceConfig {
-        renderer: Arc::new(Renderer::new(config).unwrap()),
+        renderer: Some(Arc::new(Renderer::new(config).unwrap())),
         options,
     });
     source.next_delivery().await;
@@ -986,5 +994,32 @@ async fn extra_resources_reach_the_store_and_an_unknown_kind_stops_nothing() {
         .delivery_where(|s| sizes(s).iter().any(|(k, v)| k == "Widget" && v.len() == 2))
         .await;
     assert_eq!(sizes(&store)[1], ("Widget".to_string(), vec![1, 2]));
+    source.stop().await;
+}
+
+#[tokio::test]
+async fn without_a_valid_configuration_nothing_renders_until_one_arrives() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    fake.apply(&ingress("a", "a.example.com", None));
+    let mut source = Source::start_with(
+        client,
+        SourceConfig {
+            renderer: None,
+            options: KubeSourceOptions::default(),
+        },
+    );
+    fake.apply(&ingress("b", "b.example.com", None));
+    tokio::time::sleep(DEBOUNCE_LIMIT + Duration::from_millis(300)).await;
+    assert!(
+        source.deliveries.try_recv().is_err(),
+        "rendered without a configuration"
+    );
+
+    source.configure.send_modify(|c| {
+        c.renderer = Some(Arc::new(Renderer::new(RenderConfig::default()).unwrap()));
+    });
+    let (_, store) = source.next_delivery().await;
+    assert_eq!(hosts(&store), ["a=a.example.com", "b=b.example.com"]);
     source.stop().await;
 }

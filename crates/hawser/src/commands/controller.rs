@@ -20,7 +20,7 @@ use hawser_pki::tls::{SharedMaterial, client_config, verify_server_chain, watch_
 use hawser_render::{RenderConfig, Renderer};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tracing::info;
+use tracing::{info, warn};
 
 use super::{UsageError, input};
 use crate::cli::ControllerArgs;
@@ -42,10 +42,19 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
         }
         None
     };
-    let config = match (&cluster, &args.config) {
-        (Some(cluster), _) => cluster.render_config()?,
-        (None, Some(path)) => input::read_config(path)?,
-        (None, None) => RenderConfig::default(),
+    // In a cluster, a HawserConfig that does not render is waited out (its
+    // Valid condition says why): the defaults stand in where a configuration
+    // is needed, and nothing renders or is pushed until a valid one comes.
+    let (config, config_valid) = match (&cluster, &args.config) {
+        (Some(cluster), _) => match cluster.render_config() {
+            Ok(config) => (config, true),
+            Err(e) => {
+                warn!("{e}; waiting for a valid one, rendering and pushing nothing meanwhile");
+                (RenderConfig::default(), false)
+            }
+        },
+        (None, Some(path)) => (input::read_config(path)?, true),
+        (None, None) => (RenderConfig::default(), true),
     };
     let default_certificate = match &cluster {
         // Every replica must push the same one: it lives in a Secret.
@@ -138,7 +147,7 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
                 cluster.namespace
             );
             let started = cluster::Started {
-                renderer,
+                renderer: config_valid.then_some(renderer),
                 config,
                 default_certificate,
                 leader: leader_tx,

@@ -36,7 +36,8 @@ pub struct Cluster {
 
 /// What the common part of `hawser controller` hands over.
 pub struct Started {
-    pub renderer: Renderer,
+    /// `None` while the HawserConfig does not render.
+    pub renderer: Option<Renderer>,
     pub config: RenderConfig,
     pub default_certificate: CertificatePem,
     pub leader: watch::Sender<Option<u64>>,
@@ -104,7 +105,7 @@ impl Cluster {
     pub fn render_config(&self) -> anyhow::Result<RenderConfig> {
         self.spec
             .render_config()
-            .map_err(|e| UsageError(anyhow::anyhow!("HawserConfig {e}")).into())
+            .map_err(|e| anyhow::anyhow!("HawserConfig {e}"))
     }
 
     /// Runs everything that talks to the API server until one part fails
@@ -129,7 +130,7 @@ impl Cluster {
             default_certificate: started.default_certificate.clone(),
         };
         let (source_tx, source) =
-            watch::channel(live.source_config(&self.spec, Arc::new(started.renderer))?);
+            watch::channel(live.source_config(&self.spec, started.renderer.map(Arc::new))?);
         let (agents_tx, agents) = watch::channel(live.agent_discovery(&self.spec));
         tokio::spawn(follow_config(
             self.client.clone(),
@@ -144,7 +145,7 @@ impl Cluster {
                     .map_err(|e| Refusal::invalid_spec(e.to_string()))?
                     .with_default_certificate(live.default_certificate.clone());
                 let source = live
-                    .source_config(spec, Arc::new(renderer))
+                    .source_config(spec, Some(Arc::new(renderer)))
                     .map_err(|e| Refusal::invalid_spec(e.to_string()))?;
                 source_tx.send_if_modified(|current| replace_if_new(current, source));
                 agents_tx.send_if_modified(|current| {
@@ -244,10 +245,13 @@ impl Live {
     fn source_config(
         &self,
         spec: &HawserConfigSpec,
-        renderer: Arc<Renderer>,
+        renderer: Option<Arc<Renderer>>,
     ) -> anyhow::Result<SourceConfig> {
         let mut kept_secrets = BTreeSet::new();
-        if let Some(default) = &renderer.config().settings.default_certificate {
+        let default_certificate = renderer
+            .as_ref()
+            .and_then(|r| r.config().settings.default_certificate.as_ref());
+        if let Some(default) = default_certificate {
             kept_secrets.insert(parse_key(default, "settings.defaultCertificate")?);
         }
         let mut options = KubeSourceOptions {
