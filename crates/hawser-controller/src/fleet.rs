@@ -132,6 +132,8 @@ pub struct AgentLinkStatus {
     pub failed_pushes: u64,
     pub last_push_files: u64,
     pub last_push_bytes: u64,
+    /// From sending the last Apply to its answer, the agent's apply included.
+    pub last_push_ms: u64,
     pub bytes_sent: u64,
     pub reconnects: u64,
 }

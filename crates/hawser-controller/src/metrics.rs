@@ -45,6 +45,7 @@ pub struct Metrics {
     agents: Gauge,
     agents_converged: Gauge,
     pushes: Counter,
+    push_seconds: Histogram,
     failed_pushes: Counter,
     push_bytes: Counter,
     certificate_expiry: Gauge,
@@ -61,6 +62,7 @@ impl Metrics {
         let applies = Family::<KindLabel, Counter>::default();
         let apply_seconds = Histogram::new(exponential_buckets(0.001, 2.0, 16));
         let render_seconds = Histogram::new(exponential_buckets(0.0005, 2.0, 16));
+        let push_seconds = Histogram::new(exponential_buckets(0.001, 2.0, 16));
         let m = Metrics {
             applies,
             apply_seconds,
@@ -77,6 +79,7 @@ impl Metrics {
             agents: Gauge::default(),
             agents_converged: Gauge::default(),
             pushes: Counter::default(),
+            push_seconds,
             failed_pushes: Counter::default(),
             push_bytes: Counter::default(),
             certificate_expiry: Gauge::default(),
@@ -144,6 +147,11 @@ impl Metrics {
         );
         registry.register("pushes", "Apply calls answered by agents", m.pushes.clone());
         registry.register(
+            "push_duration_seconds",
+            "Time from sending an Apply to its answer (the agent's apply included)",
+            m.push_seconds.clone(),
+        );
+        registry.register(
             "failed_pushes",
             "Apply calls that failed (transport, trust or refusal)",
             m.failed_pushes.clone(),
@@ -194,7 +202,15 @@ impl Metrics {
                 let mut converged = 0;
                 for (key, agent) in &now.agents {
                     let before = seen.entry(key.clone()).or_default();
-                    self.pushes.inc_by(agent.pushes.saturating_sub(before.0));
+                    let new_pushes = agent.pushes.saturating_sub(before.0);
+                    self.pushes.inc_by(new_pushes);
+                    // Each new push counts once, with the newest push's time
+                    // (two pushes between two looks at the status are rare:
+                    // one per agent and render).
+                    let took = Duration::from_millis(agent.last_push_ms).as_secs_f64();
+                    for _ in 0..new_pushes {
+                        self.push_seconds.observe(took);
+                    }
                     self.failed_pushes
                         .inc_by(agent.failed_pushes.saturating_sub(before.1));
                     self.push_bytes

@@ -154,6 +154,14 @@ async fn only_missing_files_travel() {
         controller.metric("hawser_agents_converged").await,
         Some(1.0)
     );
+    // Every push's time was observed.
+    let pushes = controller.metric("hawser_pushes_total").await.unwrap();
+    assert_eq!(
+        controller
+            .metric("hawser_push_duration_seconds_count")
+            .await,
+        Some(pushes)
+    );
     let expiry = controller
         .metric("hawser_certificate_expiry_seconds")
         .await

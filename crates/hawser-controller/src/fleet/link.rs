@@ -258,6 +258,7 @@ impl Link {
             warn!(agent = %self.key, "not pushing: {reason}");
             return false;
         }
+        let started = std::time::Instant::now();
         match push(
             &mut live.client,
             &state,
@@ -268,7 +269,7 @@ impl Link {
         .await
         {
             Ok((response, sent)) => {
-                self.record(&response, sent);
+                self.record(&response, sent, started.elapsed());
                 true
             }
             Err(status) => {
@@ -284,7 +285,7 @@ impl Link {
         }
     }
 
-    fn record(&self, response: &v1::ApplyResponse, sent: Sent) {
+    fn record(&self, response: &v1::ApplyResponse, sent: Sent, took: std::time::Duration) {
         let result = response.result.clone().unwrap_or_default();
         let outcome = result.outcome();
         info!(
@@ -299,6 +300,7 @@ impl Link {
             a.pushes += 1;
             a.last_push_files = sent.files;
             a.last_push_bytes = sent.bytes;
+            a.last_push_ms = u64::try_from(took.as_millis()).unwrap_or(u64::MAX);
             a.bytes_sent += sent.bytes;
             a.last_outcome = Some(outcome.label().to_string());
             a.last_error = match outcome {
