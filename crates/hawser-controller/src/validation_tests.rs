@@ -11,8 +11,9 @@
 //!    ▼                         │
 //!  copy of the store whose EndpointSlices point those Services at their echoes
 //!    │
-//!    ▼ render with private settings (127.0.0.1, free ports, no sockets, no state file)
-//!  temp dir ──► haproxy -db -C <dir> -f haproxy.cfg ◄── each test's request (plain HTTP)
+//!    ▼ render with private settings (a 127.x address and free ports of its own,
+//!    │ no sockets, no state file)
+//!  temp dir ──► haproxy -db -dR -C <dir> -f haproxy.cfg ◄── each test's request (plain HTTP)
 //!                                                      │
 //!                        TestReport ◄── status + which Service answered, per test
 //! ```
@@ -24,12 +25,17 @@
 //! through its echo, whatever its real endpoints: a test states which
 //! Service answers, not whether its pods are up.
 //!
+//! A failed test lists the objects the render rejected that may explain it
+//! (an Ingress for its host, its Service), since a test often fails because
+//! the object it relies on was refused.
+//!
 //! Everything started here is stopped before [`run_validation_tests`]
 //! returns, and killed if its future is dropped.
 
 mod echoes;
 mod private_haproxy;
 mod probe;
+mod rejections;
 mod verdict;
 
 use std::fmt;
@@ -39,7 +45,7 @@ use hawser_crd::ValidationTest;
 use hawser_echo::EchoError;
 use hawser_haproxy::HaproxyBinary;
 use hawser_model::Store;
-use hawser_render::{RenderConfig, RenderError, Renderer, Severity};
+use hawser_render::{RenderConfig, RenderError, Renderer};
 
 use crate::gate::GateError;
 use echoes::EchoBackends;
@@ -70,7 +76,9 @@ pub struct TestFailure {
     /// E.g. `404 from HAProxy itself (no Service answered)`, or why no
     /// answer came.
     pub got: String,
-    /// Objects the render rejected, which may be why.
+    /// Objects the render rejected that may be why: Ingresses with a rule
+    /// for the test's host (or for every host), the expected Service, any
+    /// Service when HAProxy itself answered 503.
     pub rejected: Vec<String>,
 }
 
@@ -137,12 +145,7 @@ pub async fn run_validation_tests(
     let survey = Renderer::new(config.clone())
         .and_then(|renderer| renderer.render(store))
         .map_err(ValidationTestError::Render)?;
-    let rejected: Vec<String> = survey
-        .diagnostics
-        .iter()
-        .filter(|d| d.severity == Severity::Rejected)
-        .map(|d| format!("{}: {}", d.object, d.message))
-        .collect();
+    let rejected = rejections::rejections(&survey.diagnostics, store);
     let echoes = EchoBackends::start(store, &survey.plan).await?;
     let served = echoes.substitute(store);
     let server = PrivateHaproxy::start(haproxy, config, &served).await?;

@@ -1,7 +1,15 @@
 //! An HAProxy of the test run's own: the render with private settings,
 //! written to a temporary directory and served in the foreground until the
 //! run ends (or its handle drops, which kills it).
+//!
+//! Each run binds an address of its own in 127.128.0.0/9, with
+//! `SO_REUSEPORT` off (`-dR`): two runs at once (tests in parallel, two
+//! controllers) can then never share a listening port and answer each
+//! other's requests; a port taken after it was chosen fails the bind, and
+//! the run starts again on fresh ones.
 
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher as _, Hasher as _};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -47,8 +55,9 @@ impl PrivateHaproxy {
     ) -> Result<Self, ValidationTestError> {
         let mut taken = String::new();
         for _ in 0..BIND_ATTEMPTS {
-            let (http, https) = two_free_ports().map_err(ValidationTestError::Prepare)?;
-            let renderer = Renderer::new(private_config(config, http, https))
+            let ip = private_address();
+            let (http, https) = two_free_ports(ip).map_err(ValidationTestError::Prepare)?;
+            let renderer = Renderer::new(private_config(config, ip, http, https))
                 .map_err(ValidationTestError::Render)?;
             let rendered = renderer
                 .render(store)
@@ -58,7 +67,7 @@ impl PrivateHaproxy {
                 .tempdir()
                 .map_err(ValidationTestError::Prepare)?;
             write_tree(&rendered.files, tree.path()).map_err(ValidationTestError::Prepare)?;
-            let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, http));
+            let addr = SocketAddr::from((ip, http));
             match start_on(binary, tree, addr).await {
                 Ok(server) => return Ok(server),
                 Err(ValidationTestError::HaproxyFailed { output })
@@ -92,12 +101,17 @@ impl PrivateHaproxy {
 }
 
 /// The user's configuration with everything that must differ for a private
-/// run replaced: loopback only, the given ports, no runtime socket, no
-/// server-state file, no health listener.
-pub(super) fn private_config(config: &RenderConfig, http: u16, https: u16) -> RenderConfig {
+/// run replaced: the loopback address `ip` only, the given ports, no runtime
+/// socket, no server-state file, no health listener.
+pub(super) fn private_config(
+    config: &RenderConfig,
+    ip: Ipv4Addr,
+    http: u16,
+    https: u16,
+) -> RenderConfig {
     let mut config = config.clone();
     let settings = &mut config.settings;
-    settings.bind_address = Ipv4Addr::LOCALHOST.to_string();
+    settings.bind_address = ip.to_string();
     settings.http_port = http;
     settings.https_port = https;
     settings.runtime_socket = None;
@@ -112,7 +126,7 @@ async fn start_on(
     http: SocketAddr,
 ) -> Result<PrivateHaproxy, ValidationTestError> {
     let mut child = Command::new(binary.path())
-        .arg("-db")
+        .args(["-db", "-dR"])
         .arg("-C")
         .arg(tree.path())
         .args(["-f", CONFIG_PATH])
@@ -186,9 +200,16 @@ async fn collect(stderr: Option<JoinHandle<String>>) -> String {
     }
 }
 
-/// Two distinct free ports on 127.0.0.1 (both held while choosing).
-fn two_free_ports() -> std::io::Result<(u16, u16)> {
-    let first = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
-    let second = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
+/// Two distinct free ports on `ip` (both held while choosing).
+fn two_free_ports(ip: Ipv4Addr) -> std::io::Result<(u16, u16)> {
+    let first = TcpListener::bind((ip, 0))?;
+    let second = TcpListener::bind((ip, 0))?;
     Ok((first.local_addr()?.port(), second.local_addr()?.port()))
+}
+
+/// A random loopback address in 127.128.0.0/9 (the whole of 127.0.0.0/8 is
+/// loopback on Linux), away from the 127.0.0.x addresses commonly in use.
+pub(super) fn private_address() -> Ipv4Addr {
+    let random = RandomState::new().build_hasher().finish().to_be_bytes();
+    Ipv4Addr::new(127, 128 | random[0], random[1], random[2].clamp(1, 254))
 }

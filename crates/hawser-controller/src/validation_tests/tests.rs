@@ -5,7 +5,8 @@ use hawser_model::ObjectKey;
 use hawser_render::{RenderConfig, Renderer, ServerState};
 
 use super::echoes::EchoBackends;
-use super::private_haproxy::private_config;
+use super::private_haproxy::{private_address, private_config};
+use super::rejections::{Rejection, Scope, rejections};
 use super::*;
 
 /// web.example.com → shop/web (two endpoints), /docs → shop/docs (ExternalName);
@@ -130,11 +131,13 @@ fn private_settings_keep_everything_else() {
     config.settings.server_state_file = Some("/run/state".to_string());
     config.settings.health_port = Some(8404);
     config.settings.timeouts.server = "3s".to_string();
-    let private = private_config(&config, 20080, 20443);
+    let ip = private_address();
+    assert!(ip.is_loopback() && ip.octets()[1] >= 128, "{ip}");
+    let private = private_config(&config, ip, 20080, 20443);
     let s = &private.settings;
     assert_eq!(
-        (s.bind_address.as_str(), s.http_port, s.https_port),
-        ("127.0.0.1", 20080, 20443)
+        (s.bind_address.clone(), s.http_port, s.https_port),
+        (ip.to_string(), 20080, 20443)
     );
     assert_eq!(
         (&s.runtime_socket, &s.server_state_file, s.health_port),
@@ -192,8 +195,11 @@ fn a_failure_says_what_was_expected_and_what_came_back() {
 
 #[test]
 fn a_failure_lists_what_the_render_rejected() {
-    let rejected: Vec<String> = (1..=5)
-        .map(|i| format!("Ingress shop/bad-{i}: x"))
+    let rejected: Vec<Rejection> = (1..=5)
+        .map(|i| Rejection {
+            text: format!("Ingress shop/bad-{i}: x"),
+            scope: Scope::Every,
+        })
         .collect();
     let outcome = verdict::judge(&test("web", Some(200), None), answer(503, None), &rejected);
     let text = outcome.to_string();
@@ -232,4 +238,99 @@ fn only_an_echo_answer_names_a_service() {
         probe::answering_service(b"no route for this host and path"),
         None
     );
+}
+
+/// shop/broken is rejected (unknown annotation); Ingress shop/odd is
+/// rejected (a space in a path) and routes only odd.example.com and *.wild.example.com.
+const REJECTED: &str = r#"
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata:
+  name: hawser
+  annotations: { ingressclass.kubernetes.io/is-default-class: "true" }
+spec: { controller: hawser.dev/ingress-controller }
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: { name: odd, namespace: shop }
+spec:
+  rules:
+    - host: odd.example.com
+      http:
+        paths:
+          - { path: "/a b", pathType: Prefix, backend: { service: { name: web, port: { number: 80 } } } }
+    - host: "*.wild.example.com"
+      http:
+        paths:
+          - { path: "/", pathType: Prefix, backend: { service: { name: web, port: { number: 80 } } } }
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: { name: fine, namespace: shop }
+spec:
+  rules:
+    - host: fine.example.com
+      http:
+        paths:
+          - { path: "/", pathType: Prefix, backend: { service: { name: broken, port: { number: 80 } } } }
+---
+apiVersion: v1
+kind: Service
+metadata: { name: broken, namespace: shop, annotations: { hawser.dev/nosuch: "x" } }
+spec: { ports: [{ name: http, port: 80 }] }
+"#;
+
+#[test]
+fn a_failure_names_only_the_rejections_that_may_explain_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("site.yaml"), REJECTED).unwrap();
+    let store = crate::load_dir(dir.path()).unwrap().store;
+    let rendered = Renderer::new(RenderConfig::default())
+        .unwrap()
+        .render(&store)
+        .unwrap();
+    let rejected = rejections(&rendered.diagnostics, &store);
+    let texts: Vec<&str> = rejected.iter().map(|r| r.text.as_str()).collect();
+    assert_eq!(rejected.len(), 2, "{texts:?}");
+
+    let at = |host: &str, expect: Option<&str>| {
+        let mut test = test("t", Some(200), expect);
+        test.request.host = host.to_string();
+        test
+    };
+    let named = |test: &ValidationTest, answer: Result<Answer, String>| {
+        verdict::judge(test, answer, &rejected)
+            .failure
+            .unwrap()
+            .rejected
+            .join("; ")
+    };
+    let odd = named(&at("ODD.example.com:80", None), answer(404, None));
+    assert!(odd.starts_with("Ingress shop/odd: "), "{odd}");
+    assert!(
+        !odd.contains("Service"),
+        "a 404 is no Service's doing: {odd}"
+    );
+    let unserved = named(&at("odd.example.com", None), answer(503, None));
+    assert!(
+        unserved.contains("; Service shop/broken: "),
+        "HAProxy answered 503 itself: {unserved}"
+    );
+    let wild = named(
+        &at("a.wild.example.com", None),
+        answer(500, Some("shop/web")),
+    );
+    assert!(wild.starts_with("Ingress shop/odd: "), "{wild}");
+    assert!(!wild.contains("Service"), "{wild}");
+    let fine = named(
+        &at("fine.example.com", Some("shop/broken")),
+        answer(200, Some("shop/web")),
+    );
+    assert!(fine.starts_with("Service shop/broken: "), "{fine}");
+    assert!(!fine.contains("Ingress"), "{fine}");
+    let elsewhere = named(
+        &at("other.example.com", None),
+        answer(404, Some("shop/web")),
+    );
+    assert_eq!(elsewhere, "");
 }

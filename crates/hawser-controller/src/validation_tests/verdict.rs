@@ -2,30 +2,40 @@
 
 use hawser_crd::{TestExpectation, ValidationTest};
 
+use super::rejections::Rejection;
 use super::{Answer, TestFailure, TestOutcome};
 
 /// How many rejected objects a failure lists before `and N more`.
 const REJECTED_SHOWN: usize = 3;
 
 /// The outcome of `test`, given what its request got (or why it got
-/// nothing) and the objects the render rejected.
+/// nothing) and the objects the render rejected; a failure names those
+/// that may explain it.
 pub(super) fn judge(
     test: &ValidationTest,
     answer: Result<Answer, String>,
-    rejected: &[String],
+    rejected: &[Rejection],
 ) -> TestOutcome {
-    let failure = match answer {
-        Ok(answer) if meets(&test.expect, &answer) => None,
+    let got = match &answer {
+        Ok(answer) if meets(&test.expect, answer) => None,
         Ok(answer) => Some(answer.to_string()),
         Err(reason) => Some(format!("no answer: {reason}")),
     };
-    TestOutcome {
-        name: test.name.clone(),
-        failure: failure.map(|got| TestFailure {
+    let failure = got.map(|got| {
+        let relevant: Vec<&str> = rejected
+            .iter()
+            .filter(|r| r.may_explain(test, &answer))
+            .map(|r| r.text.as_str())
+            .collect();
+        TestFailure {
             expected: expected(&test.expect),
             got,
-            rejected: shown(rejected),
-        }),
+            rejected: shown(&relevant),
+        }
+    });
+    TestOutcome {
+        name: test.name.clone(),
+        failure,
     }
 }
 
@@ -48,8 +58,12 @@ fn expected(expect: &TestExpectation) -> String {
     }
 }
 
-fn shown(rejected: &[String]) -> Vec<String> {
-    let mut shown: Vec<String> = rejected.iter().take(REJECTED_SHOWN).cloned().collect();
+fn shown(rejected: &[&str]) -> Vec<String> {
+    let mut shown: Vec<String> = rejected
+        .iter()
+        .take(REJECTED_SHOWN)
+        .map(|r| r.to_string())
+        .collect();
     if rejected.len() > REJECTED_SHOWN {
         shown.push(format!(
             "and {} more rejected objects",
