@@ -20,6 +20,17 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// What is logged when HAWSER_LOG is unset: `info`, except for commands
+    /// whose output is a report (`test`), where only warnings would add to it.
+    pub fn default_log_level(&self) -> &'static str {
+        match self.command {
+            Command::Test(_) => "warn",
+            _ => "info",
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Render haproxy.cfg, maps, certificates and the crt-list into a directory.
@@ -37,9 +48,10 @@ pub enum Command {
     /// real HAProxy.
     ///
     /// Renders the manifests, stands an echo backend in for every Service the
-    /// routes use, serves the render with a private HAProxy on 127.0.0.1 and
-    /// free ports, sends each test's request and compares the status and the
-    /// Service that answered. Prints PASS or FAIL per test and a summary.
+    /// routes use, serves the render with a private HAProxy on a loopback
+    /// address and free ports, sends each test's request and compares the
+    /// status and the Service that answered. Prints PASS or FAIL per test and
+    /// a summary.
     /// Exits 0 when every test passes, 1 when one fails or HAProxy cannot
     /// serve the render, 64 for an invalid config or an unknown --test.
     Test(TestArgs),

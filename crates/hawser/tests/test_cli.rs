@@ -11,7 +11,7 @@
 
 mod support;
 
-use support::{Finished, fixture_dir, hawser_command, run_to_end};
+use support::{Finished, fixture_dir, hawser_command, render, run_to_end};
 
 /// sysexits' EX_USAGE: what hawser exits with on an invalid configuration.
 const EXIT_USAGE: i32 = 64;
@@ -66,7 +66,32 @@ fn failing_expectations_exit_1_naming_the_test_and_what_came_back() {
         "FAIL v2-is-routed: expected status 200, got 404 from HAProxy itself (no Service answered)",
     );
     assert!(
-        run.stdout.contains("1 passed, 2 failed"),
+        run.stdout.contains("1 passed, 3 failed"),
+        "{}",
+        run.describe()
+    );
+}
+
+/// A test whose Service the render rejected says so, and other failing
+/// tests do not mention it.
+#[test]
+fn a_failure_names_the_rejected_object_it_relies_on() {
+    let run = hawser_test("failing.yaml", &[]);
+    assert_eq!(run.status.code(), Some(1), "{}", run.describe());
+    let legacy = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("FAIL legacy: "))
+        .unwrap_or_else(|| panic!("no FAIL legacy line\n{}", run.describe()));
+    assert!(
+        legacy.starts_with(
+            "FAIL legacy: expected status 200 from Service shop/legacy, got 503 from HAProxy itself (no Service answered); the render rejected Service shop/legacy: annotation hawser.dev/affinity"
+        ),
+        "{legacy}"
+    );
+    assert_eq!(
+        run.stdout.matches("shop/legacy:").count(),
+        1,
         "{}",
         run.describe()
     );
@@ -131,28 +156,30 @@ fn a_config_without_tests_says_so_and_exits_0() {
     );
 }
 
-/// The same file configures the other commands: their tests are checked
+/// The same file configures the other commands: its tests are checked
 /// and otherwise left to `hawser test`.
 #[test]
-fn validate_accepts_a_config_with_tests() {
+fn render_takes_a_config_with_tests_and_refuses_an_invalid_one() {
     let fixture = fixture_dir("test_cli");
-    let mut command = hawser_command(["validate"]);
-    command
-        .arg("--manifests")
-        .arg(fixture.join("manifests"))
-        .arg("--config")
-        .arg(fixture.join("failing.yaml"));
-    let run = run_to_end(&mut command);
+    let work = tempfile::tempdir().expect("temporary directory");
+    let run = render(
+        &fixture.join("manifests"),
+        &work.path().join("out"),
+        Some(&fixture.join("failing.yaml")),
+    );
     assert!(run.status.success(), "{}", run.describe());
 
-    let mut command = hawser_command(["validate"]);
-    command
-        .arg("--manifests")
-        .arg(fixture.join("manifests"))
-        .arg("--config")
-        .arg(fixture.join("invalid.yaml"));
-    let run = run_to_end(&mut command);
+    let run = render(
+        &fixture.join("manifests"),
+        &work.path().join("other"),
+        Some(&fixture.join("invalid.yaml")),
+    );
     assert_eq!(run.status.code(), Some(EXIT_USAGE), "{}", run.describe());
+    assert!(
+        run.stderr.contains("nothing-expected"),
+        "{}",
+        run.describe()
+    );
 }
 
 #[test]
