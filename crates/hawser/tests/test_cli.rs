@@ -11,7 +11,7 @@
 
 mod support;
 
-use support::{Finished, fixture_dir, hawser_command, render, run_to_end};
+use support::{Finished, fixture_dir, hawser_command, render, repository_dir, run_to_end};
 
 /// sysexits' EX_USAGE: what hawser exits with on an invalid configuration.
 const EXIT_USAGE: i32 = 64;
@@ -194,4 +194,19 @@ fn a_render_haproxy_refuses_exits_1_with_its_message() {
         "{}",
         run.describe()
     );
+}
+
+/// The example configuration's tests hold for the demo they describe.
+#[test]
+fn the_example_config_passes_over_the_demo() {
+    let root = repository_dir();
+    let mut command = hawser_command(["test"]);
+    command
+        .arg("--manifests")
+        .arg(root.join("examples/demo"))
+        .arg("--config")
+        .arg(root.join("examples/config/hawser.yaml"));
+    let run = run_to_end(&mut command);
+    assert!(run.status.success(), "{}", run.describe());
+    expect_line(&run, "PASS unknown-host-falls-back");
 }
