@@ -9,6 +9,9 @@
 //!               ◄─status.conditions[Valid]─────── the controller (reason names the failing template or test)
 //! ```
 //!
+//! The validation tests' types ([`ValidationTest`]) are shared with the
+//! local `--config FILE`, which holds the same `tests:` list.
+//!
 //! The YAML in `deploy/crds/` is generated from these types ([`crd_yaml`])
 //! and a test keeps it in sync.
 
@@ -19,6 +22,11 @@ use kube::CustomResource;
 use kube::CustomResourceExt as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+mod validation_test;
+pub use validation_test::{
+    InvalidTest, TestExpectation, TestRequest, ValidationTest, validate_tests,
+};
 
 /// The configuration of one hawser installation.
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
@@ -100,33 +108,6 @@ impl Default for AgentsSpec {
     }
 }
 
-/// One request and what the rendered configuration must answer.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
-#[serde(default, rename_all = "camelCase")]
-pub struct ValidationTest {
-    pub name: String,
-    pub request: TestRequest,
-    pub expect: TestExpectation,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
-#[serde(default, rename_all = "camelCase")]
-pub struct TestRequest {
-    pub host: String,
-    pub path: String,
-    /// GET when empty.
-    pub method: String,
-    pub headers: BTreeMap<String, String>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
-#[serde(default, rename_all = "camelCase")]
-pub struct TestExpectation {
-    pub status: Option<u16>,
-    /// `namespace/name` of the Service that must answer.
-    pub service: Option<String>,
-}
-
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(default, rename_all = "camelCase")]
 pub struct HawserConfigStatus {
@@ -154,7 +135,8 @@ pub struct Condition {
 }
 
 impl HawserConfigSpec {
-    /// The render configuration this spec describes, validated.
+    /// The render configuration this spec describes, validated (its tests
+    /// too, so a test that cannot be run is refused with the rest).
     pub fn render_config(&self) -> Result<RenderConfig, String> {
         let settings: Settings = serde_json::from_value(serde_json::Value::Object(
             self.settings.clone().into_iter().collect(),
@@ -165,6 +147,7 @@ impl HawserConfigSpec {
             templates: self.templates.clone(),
         };
         config.validate().map_err(|e| format!("spec: {e}"))?;
+        validate_tests(&self.tests).map_err(|e| format!("spec.{e}"))?;
         Ok(config)
     }
 }
@@ -226,5 +209,18 @@ mod tests {
         assert!(error.contains("httpPort"), "{error}");
         let spec: HawserConfigSpec = serde_saphyr::from_str("settings:\n  htpPort: 80\n").unwrap();
         assert!(spec.render_config().unwrap_err().contains("htpPort"));
+    }
+
+    #[test]
+    fn a_test_that_cannot_run_is_refused_with_its_name() {
+        let spec: HawserConfigSpec = serde_saphyr::from_str(
+            "tests:\n  - name: shop\n    request: { host: shop.example.com, path: shop }\n    expect: { status: 200 }\n",
+        )
+        .unwrap();
+        let error = spec.render_config().unwrap_err();
+        assert!(
+            error.starts_with("spec.tests[0] (\"shop\"): request.path"),
+            "{error}"
+        );
     }
 }

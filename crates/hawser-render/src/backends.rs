@@ -66,6 +66,19 @@ impl BackendKey {
     }
 }
 
+impl BackendPlan {
+    /// Whether this backend serves a port of Service `namespace/service`
+    /// (its name is [`BackendKey::name`]'s).
+    pub fn serves_service(&self, namespace: &str, service: &str) -> bool {
+        self.name
+            .strip_prefix("be_")
+            .and_then(|rest| rest.strip_prefix(namespace))
+            .and_then(|rest| rest.strip_prefix('_'))
+            .and_then(|rest| rest.strip_prefix(service))
+            .is_some_and(|rest| rest.starts_with('_'))
+    }
+}
+
 /// Backend-wide settings a Service asks for through annotations.
 struct ServiceSettings {
     balance: String,
@@ -231,5 +244,30 @@ fn server(address: String, port: u16, resolve: bool) -> ServerPlan {
         weight: DEFAULT_WEIGHT,
         state: ServerState::Ready,
         resolve,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backend_knows_its_service_by_whole_names() {
+        let key = BackendKey {
+            namespace: "app".to_string(),
+            service: "web".to_string(),
+            port: ServicePortRef::Number(80),
+        };
+        let plan = BackendPlan {
+            name: key.name(),
+            source: key.describe(),
+            balance: "roundrobin".to_string(),
+            timeout_server: None,
+            servers: Vec::new(),
+        };
+        assert!(plan.serves_service("app", "web"));
+        assert!(!plan.serves_service("app", "we"));
+        assert!(!plan.serves_service("ap", "web"));
+        assert!(!plan.serves_service("app", "web-2"));
     }
 }

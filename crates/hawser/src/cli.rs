@@ -20,6 +20,17 @@ pub struct Cli {
     pub command: Command,
 }
 
+impl Cli {
+    /// What is logged when HAWSER_LOG is unset: `info`, except for commands
+    /// whose output is a report (`test`), where only warnings would add to it.
+    pub fn default_log_level(&self) -> &'static str {
+        match self.command {
+            Command::Test(_) => "warn",
+            _ => "info",
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Render haproxy.cfg, maps, certificates and the crt-list into a directory.
@@ -33,6 +44,17 @@ pub enum Command {
     /// HAProxy refuses the configuration (its message and the object at fault
     /// are printed).
     Validate(InputArgs),
+    /// Prove the config's validation tests (its `tests:` list) against the
+    /// real HAProxy.
+    ///
+    /// Renders the manifests, stands an echo backend in for every Service the
+    /// routes use, serves the render with a private HAProxy on a loopback
+    /// address and free ports, sends each test's request and compares the
+    /// status and the Service that answered. Prints PASS or FAIL per test and
+    /// a summary.
+    /// Exits 0 when every test passes, 1 when one fails or HAProxy cannot
+    /// serve the render, 64 for an invalid config or an unknown --test.
+    Test(TestArgs),
     /// Serve a manifests directory: watch it, render every change, and apply it
     /// to an HAProxy this process starts, runtime API first, reloads verified.
     ///
@@ -145,9 +167,19 @@ pub struct InputArgs {
     /// Directory of Kubernetes YAML manifests, read recursively.
     #[arg(long, env = "HAWSER_MANIFESTS")]
     pub manifests: PathBuf,
-    /// hawser configuration file (settings, template overrides, snippets).
+    /// hawser configuration file (settings, template overrides, snippets,
+    /// validation tests).
     #[arg(long, env = "HAWSER_CONFIG")]
     pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Run only the test of this name (repeatable); all tests by default.
+    #[arg(long = "test", value_name = "NAME")]
+    pub tests: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@ mod echo;
 mod input;
 mod render;
 mod run;
+mod test;
 mod validate;
 
 use std::process::ExitCode;
@@ -45,6 +46,7 @@ pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Render(args) => render::run(&args),
         Command::Validate(args) => runtime.block_on(validate::run(&args)),
+        Command::Test(args) => runtime.block_on(test::run(&args)),
         Command::Run(args) => runtime.block_on(run::run(&args)),
         Command::Demo(args) => runtime.block_on(demo::run(&args)),
         Command::Echo(args) => runtime.block_on(echo::run(args)),

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::Context as _;
-use hawser_controller::{ManifestSet, load_dir};
+use hawser_controller::{ConfigFile, ManifestSet, load_dir};
 use hawser_render::{RenderConfig, Rendered, Renderer, Severity};
 
 use super::UsageError;
@@ -34,11 +34,17 @@ pub fn load_with(manifests: &Path, config: RenderConfig) -> anyhow::Result<Input
     })
 }
 
+/// The render configuration of a config file (its tests are checked, then
+/// left to `hawser test`).
 pub fn read_config(path: &Path) -> anyhow::Result<RenderConfig> {
+    read_config_file(path).map(|file| file.render)
+}
+
+pub fn read_config_file(path: &Path) -> anyhow::Result<ConfigFile> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read config {}", path.display()))
         .map_err(UsageError)?;
-    RenderConfig::from_yaml(&text)
+    ConfigFile::from_yaml(&text)
         .with_context(|| format!("config {}", path.display()))
         .map_err(|e| UsageError(e).into())
 }
