@@ -53,8 +53,8 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-pub use config_status::{Refusal, report_config};
-pub use config_watch::follow_config;
+pub use config_status::{Refusal, prove_tests, report_config};
+pub use config_watch::{Applied, follow_config};
 pub use default_certificate::shared_default_certificate;
 pub use discovery::{AgentDiscovery, discover_agents};
 pub use events::report_rejections;

@@ -94,6 +94,10 @@ fn apply(fake: &FakeApi, object: Value) {
 
 /// The fixture's HawserConfig with `snippet` in the frontend and `settings`.
 fn hawser_config(agent: &AgentProc, snippet: &str, settings: Value) -> Value {
+    with_tests(agent, snippet, settings, json!([]))
+}
+
+fn with_tests(agent: &AgentProc, snippet: &str, settings: Value, tests: Value) -> Value {
     json!({
         "apiVersion": "hawser.dev/v1alpha1", "kind": "HawserConfig",
         "metadata": {"name": "hawser", "namespace": "hawser"},
@@ -104,8 +108,20 @@ fn hawser_config(agent: &AgentProc, snippet: &str, settings: Value) -> Value {
             },
             "settings": settings,
             "templates": {"snippets": {"frontend-tag": format!("  {snippet}")}},
+            "tests": tests,
         },
     })
+}
+
+/// A spec tagged `tag` whose one test expects `status` from Service app/web.
+fn tested(agent: &AgentProc, tag: &str, status: u16) -> Value {
+    let snippet = format!("http-response set-header X-Hawser-Config {tag}");
+    let tests = json!([{
+        "name": "storefront",
+        "request": {"host": HOST, "path": "/"},
+        "expect": {"status": status, "service": "app/web"},
+    }]);
+    with_tests(agent, &snippet, json!({}), tests)
 }
 
 fn tagged(agent: &AgentProc, tag: &str) -> Value {
@@ -222,6 +238,24 @@ async fn the_controller_serves_a_cluster_and_follows_its_hawser_config() {
     cluster
         .expect_served("the fixed spec", |r| {
             r.header("x-hawser-config") == Some("v4")
+        })
+        .await;
+    cluster.expect_valid("True", "Rendered").await;
+
+    // Its tests run against the cluster's objects with a real HAProxy: a
+    // spec whose test fails is refused, naming the test.
+    apply(&cluster.fake, tested(&cluster.agent, "v5", 418));
+    let message = cluster.expect_valid("False", "TestFailed").await;
+    assert!(
+        message.contains("storefront") && message.contains("418") && message.contains("200"),
+        "{message}"
+    );
+    let served = cluster.agent.get(HOST, "/").await;
+    assert_eq!(served.header("x-hawser-config"), Some("v4"));
+    apply(&cluster.fake, tested(&cluster.agent, "v6", 200));
+    cluster
+        .expect_served("the tested spec", |r| {
+            r.header("x-hawser-config") == Some("v6")
         })
         .await;
     cluster.expect_valid("True", "Rendered").await;

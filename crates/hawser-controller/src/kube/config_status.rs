@@ -1,12 +1,17 @@
-//! The `Valid` condition of the HawserConfig: whether its spec renders,
-//! and if not, the reason naming the failing setting or template. Written
-//! only when it changes.
+//! The `Valid` condition of the HawserConfig: whether its spec renders and
+//! its validation tests pass, and if not, the reason naming the failing
+//! setting, template or test. Written only when it changes.
 
 use ::kube::Api;
 use ::kube::Client;
 use ::kube::api::{Patch, PatchParams};
-use hawser_crd::{Condition, HawserConfig};
+use hawser_crd::{Condition, HawserConfig, ValidationTest};
+use hawser_haproxy::HaproxyBinary;
+use hawser_model::Store;
+use hawser_render::RenderConfig;
 use serde_json::json;
+
+use crate::validation_tests::run_validation_tests;
 
 /// Why a HawserConfig spec is not in force, as its `Valid` condition says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +37,34 @@ impl Refusal {
     }
 }
 
+/// Proves a spec's validation tests against `store` with the real HAProxy;
+/// the refusal names the first test that fails.
+pub async fn prove_tests(
+    config: &RenderConfig,
+    store: &Store,
+    tests: &[ValidationTest],
+    haproxy: Option<&HaproxyBinary>,
+) -> Result<(), Refusal> {
+    if tests.is_empty() {
+        return Ok(());
+    }
+    let Some(haproxy) = haproxy else {
+        return Err(Refusal::test_failed(
+            "spec.tests need HAProxy beside the controller (HAWSER_HAPROXY or PATH) and none was found",
+        ));
+    };
+    let report = run_validation_tests(config, store, tests, haproxy)
+        .await
+        .map_err(|e| Refusal::test_failed(format!("spec.tests could not run: {e}")))?;
+    match report.first_failure() {
+        Some(failure) => Err(Refusal::test_failed(format!(
+            "{failure} ({})",
+            report.summary()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Sets `Valid` on HawserConfig `namespace/name` from `verdict`.
 pub async fn report_config(
     client: Client,
@@ -44,7 +77,11 @@ pub async fn report_config(
         return Ok(());
     };
     let (status, reason, message) = match verdict {
-        Ok(()) => ("True", "Rendered", "the configuration renders".to_string()),
+        Ok(()) => (
+            "True",
+            "Rendered",
+            "the configuration renders and its tests pass".to_string(),
+        ),
         Err(refusal) => ("False", refusal.reason, refusal.message.clone()),
     };
     let current = config

@@ -12,6 +12,8 @@
 //! keeps serving (and pushing) what it had, and the condition names why the
 //! new one was refused.
 
+use std::pin::Pin;
+
 use ::kube::Client;
 use ::kube::api::{Api, ApiResource, DynamicObject};
 use ::kube::runtime::WatchStreamExt as _;
@@ -22,6 +24,9 @@ use tracing::{info, warn};
 
 use super::{Refusal, report_config};
 
+/// What applying a spec comes to, once its tests (if any) have run.
+pub type Applied = Pin<Box<dyn Future<Output = Result<(), Refusal>> + Send>>;
+
 /// Follows HawserConfig `namespace/name` until `stop` resolves. `seen` is
 /// the spec read at start; each different spec goes to `apply`, which puts
 /// it in force or says why it cannot (once per spec: the echo of the status
@@ -31,7 +36,7 @@ pub async fn follow_config(
     namespace: String,
     name: String,
     mut seen: HawserConfigSpec,
-    mut apply: impl FnMut(&HawserConfigSpec) -> Result<(), Refusal>,
+    mut apply: impl FnMut(HawserConfigSpec) -> Applied,
     stop: impl Future<Output = ()>,
 ) {
     let resource = ApiResource::erase::<HawserConfig>(&());
@@ -75,7 +80,7 @@ pub async fn follow_config(
         let verdict = match spec {
             Ok(spec) if spec == seen => continue,
             Ok(spec) => {
-                let verdict = apply(&spec);
+                let verdict = apply(spec.clone()).await;
                 match &verdict {
                     Ok(()) => info!("HawserConfig {namespace}/{name} changed: applied"),
                     Err(refusal) => warn!(

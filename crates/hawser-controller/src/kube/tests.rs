@@ -859,13 +859,13 @@ async fn hawser_config_changes_are_applied_and_a_refused_one_keeps_the_last() {
         "hawser".into(),
         "hawser".into(),
         first.spec.clone(),
-        move |spec: &hawser_crd::HawserConfigSpec| {
+        move |spec: hawser_crd::HawserConfigSpec| -> Applied {
             let verdict = spec
                 .render_config()
                 .map(|c| c.settings.http_port)
                 .map_err(Refusal::invalid_spec);
             let _ = applied_tx.send(verdict.clone());
-            verdict.map(|_| ())
+            Box::pin(std::future::ready(verdict.map(|_| ())))
         },
         std::future::pending(),
     ));

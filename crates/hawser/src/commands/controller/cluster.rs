@@ -6,17 +6,17 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use hawser_controller::fleet::Fleet;
+use hawser_controller::fleet::{Fleet, Snapshot};
 use hawser_controller::kube::{
-    AgentDiscovery, KubeSourceOptions, LeaseOptions, Refusal, SourceConfig, discover_agents,
-    follow_config, lead, publish_status, report_config, report_rejections, run_kube,
-    shared_default_certificate,
+    AgentDiscovery, Applied, KubeSourceOptions, LeaseOptions, Refusal, SourceConfig,
+    discover_agents, follow_config, lead, prove_tests, publish_status, report_config,
+    report_rejections, run_kube, shared_default_certificate,
 };
 use hawser_controller::local::ControllerStatus;
 use hawser_controller::webhook::{WebhookState, router, serve_tls};
 use hawser_crd::{HawserConfig, HawserConfigSpec};
 use hawser_haproxy::HaproxyBinary;
-use hawser_model::{Kind, ObjectKey};
+use hawser_model::{Kind, ObjectKey, Store};
 use hawser_pki::tls::serving_config;
 use hawser_render::{CertificatePem, RenderConfig, Renderer};
 use kube::{Api, Client};
@@ -124,34 +124,58 @@ impl Cluster {
         // The HawserConfig in force, and what follows from it: the renderer,
         // the watched objects, the agents. A change replaces each of them
         // (or is refused, and the Valid condition says why).
-        let live = Live {
+        let live = Arc::new(Live {
             args: cluster_args.clone(),
             namespace: self.namespace.clone(),
             default_certificate: started.default_certificate.clone(),
-        };
+        });
         let (source_tx, source) =
             watch::channel(live.source_config(&self.spec, started.renderer.map(Arc::new))?);
         let (agents_tx, agents) = watch::channel(live.agent_discovery(&self.spec));
+        let source_tx = Arc::new(source_tx);
+        let agents_tx = Arc::new(agents_tx);
+        // spec.tests run against the newest objects with HAProxy beside the
+        // controller: the first time once there are objects, then on every change.
+        let haproxy = HaproxyBinary::locate().ok();
+        let snapshots = fleet.sink().subscribe();
+        if source.borrow().renderer.is_some() && !self.spec.tests.is_empty() {
+            tokio::spawn(prove_start_tests(
+                self.client.clone(),
+                self.namespace.clone(),
+                cluster_args.config_name.clone(),
+                self.spec.clone(),
+                haproxy.clone(),
+                snapshots.clone(),
+            ));
+        }
         tokio::spawn(follow_config(
             self.client.clone(),
             self.namespace.clone(),
             cluster_args.config_name.clone(),
             self.spec.clone(),
-            move |spec| {
-                let config = spec
-                    .render_config()
-                    .map_err(|e| Refusal::invalid_spec(format!("HawserConfig {e}")))?;
-                let renderer = Renderer::new(config)
-                    .map_err(|e| Refusal::invalid_spec(e.to_string()))?
-                    .with_default_certificate(live.default_certificate.clone());
-                let source = live
-                    .source_config(spec, Some(Arc::new(renderer)))
-                    .map_err(|e| Refusal::invalid_spec(e.to_string()))?;
-                source_tx.send_if_modified(|current| replace_if_new(current, source));
-                agents_tx.send_if_modified(|current| {
-                    replace_if_new(current, live.agent_discovery(spec))
-                });
-                Ok(())
+            move |spec| -> Applied {
+                let live = Arc::clone(&live);
+                let source_tx = Arc::clone(&source_tx);
+                let agents_tx = Arc::clone(&agents_tx);
+                let haproxy = haproxy.clone();
+                let store = newest_store(&snapshots);
+                Box::pin(async move {
+                    let config = spec
+                        .render_config()
+                        .map_err(|e| Refusal::invalid_spec(format!("HawserConfig {e}")))?;
+                    prove_tests(&config, &store, &spec.tests, haproxy.as_ref()).await?;
+                    let renderer = Renderer::new(config)
+                        .map_err(|e| Refusal::invalid_spec(e.to_string()))?
+                        .with_default_certificate(live.default_certificate.clone());
+                    let source = live
+                        .source_config(&spec, Some(Arc::new(renderer)))
+                        .map_err(|e| Refusal::invalid_spec(e.to_string()))?;
+                    source_tx.send_if_modified(|current| replace_if_new(current, source));
+                    agents_tx.send_if_modified(|current| {
+                        replace_if_new(current, live.agent_discovery(&spec))
+                    });
+                    Ok(())
+                })
             },
             stopped(started.stop.clone()),
         ));
@@ -278,6 +302,49 @@ impl Live {
                 .unwrap_or_else(|| spec.agents.selector.clone()),
             agent_port: self.args.agent_port.unwrap_or(spec.agents.port),
         }
+    }
+}
+
+/// The objects of the newest render (none before the first).
+fn newest_store(snapshots: &watch::Receiver<Option<Arc<Snapshot>>>) -> Arc<Store> {
+    snapshots
+        .borrow()
+        .as_ref()
+        .map(|s| Arc::clone(&s.store))
+        .unwrap_or_default()
+}
+
+/// The start spec's tests, once the first render gives them objects to run
+/// against. A failure is reported (`Valid=False`, `TestFailed`) but cannot
+/// be refused: there is no earlier configuration to keep.
+async fn prove_start_tests(
+    client: Client,
+    namespace: String,
+    name: String,
+    spec: HawserConfigSpec,
+    haproxy: Option<HaproxyBinary>,
+    mut snapshots: watch::Receiver<Option<Arc<Snapshot>>>,
+) {
+    if snapshots.wait_for(Option::is_some).await.is_err() {
+        return;
+    }
+    let store = newest_store(&snapshots);
+    let Ok(config) = spec.render_config() else {
+        return;
+    };
+    let verdict = prove_tests(&config, &store, &spec.tests, haproxy.as_ref()).await;
+    if let Err(refusal) = &verdict {
+        warn!("HawserConfig {namespace}/{name}: {}", refusal.message);
+    }
+    // Only while this spec is still the one in force.
+    let configs: Api<HawserConfig> = Api::namespaced(client.clone(), &namespace);
+    if let Ok(Some(current)) = configs.get_opt(&name).await
+        && current.spec != spec
+    {
+        return;
+    }
+    if let Err(e) = report_config(client, &namespace, &name, &verdict).await {
+        warn!("cannot write the HawserConfig status: {e}");
     }
 }
 
