@@ -422,6 +422,12 @@ fn finish(ctx: Context<'_>) -> (GatewayTable, GatewayStatus) {
         }
         let total = listener_statuses.len();
         let programmed = entries.len();
+        let not_valid: Vec<&str> = listener_statuses
+            .iter()
+            .filter(|l| !condition(&l.conditions, "Programmed").is_some_and(Condition::is_true))
+            .map(|l| l.name.as_str())
+            .collect();
+        let not_valid = format!("listeners not valid: {}", not_valid.join(", "));
         let accepted = match (&owned.invalid, programmed) {
             (Some(reason), _) => {
                 Condition::new("Accepted", false, "Invalid", reason.clone(), generation)
@@ -433,14 +439,14 @@ fn finish(ctx: Context<'_>) -> (GatewayTable, GatewayStatus) {
                 "Accepted",
                 false,
                 "ListenersNotValid",
-                "no listener is valid",
+                not_valid.clone(),
                 generation,
             ),
-            (None, p) => Condition::new(
+            (None, _) => Condition::new(
                 "Accepted",
                 true,
                 "ListenersNotValid",
-                format!("{} of {total} listeners are not valid", total - p),
+                not_valid.clone(),
                 generation,
             ),
         };

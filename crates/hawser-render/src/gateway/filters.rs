@@ -13,11 +13,16 @@ use crate::validate;
 /// The status codes a RequestRedirect may answer with.
 const REDIRECT_CODES: &[i64] = &[301, 302, 303, 307, 308];
 
+/// How the model names the custom filter type.
+const EXTENSION_REF: &str = "ExtensionRef";
+
 /// What resolving one rule's references produced.
 #[derive(Debug, Default)]
 pub(super) struct Resolution {
     pub used: Vec<BackendKey>,
     pub unresolved: Option<Unresolved>,
+    /// A filter could not be applied: every request of the rule answers 500.
+    pub answers_500: bool,
 }
 
 /// Where a rule's filters may act.
@@ -46,13 +51,30 @@ pub(super) fn filters(
     if redirects > 0 && rewrites > 0 {
         return Err("RequestRedirect and URLRewrite cannot be used together".to_string());
     }
-    if redirects > 1 || rewrites > 1 {
-        return Err("a RequestRedirect or URLRewrite filter is given twice".to_string());
+    let once = |f: fn(&HttpFilter) -> bool| given.iter().filter(|g| f(g)).count() <= 1;
+    let single = once(|f| matches!(f, HttpFilter::RequestRedirect(_)))
+        && once(|f| matches!(f, HttpFilter::UrlRewrite(_)))
+        && once(|f| matches!(f, HttpFilter::RequestHeaderModifier(_)))
+        && once(|f| matches!(f, HttpFilter::ResponseHeaderModifier(_)));
+    if !single {
+        return Err("a filter other than RequestMirror is given twice".to_string());
     }
-    given
-        .iter()
-        .map(|f| filter(f, scope, resolver, resolution))
-        .collect()
+    let mut entries = Vec::new();
+    for f in given {
+        if let HttpFilter::Unsupported(kind) = f
+            && kind == EXTENSION_REF
+        {
+            // An unresolvable custom filter is not skipped: its requests answer 500.
+            resolution.answers_500 = true;
+            resolution.unresolved.get_or_insert(Unresolved {
+                reason: "InvalidKind",
+                message: "ExtensionRef filters are not supported; the rule answers 500".to_string(),
+            });
+            continue;
+        }
+        entries.push(filter(f, scope, resolver, resolution)?);
+    }
+    Ok(entries)
 }
 
 fn filter(

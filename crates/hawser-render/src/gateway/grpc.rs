@@ -72,7 +72,7 @@ fn rule(
     Ok(GrpcRule {
         index,
         matches: given.matches.clone(),
-        unavailable: !reachable(&backends),
+        unavailable: resolution.answers_500 || !reachable(&backends),
         filters,
         backends,
     })

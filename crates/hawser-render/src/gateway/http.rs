@@ -88,7 +88,7 @@ fn rule(
     Ok(HttpRule {
         index,
         matches: given.matches.clone(),
-        unavailable: !redirects && !reachable(&backends),
+        unavailable: resolution.answers_500 || (!redirects && !reachable(&backends)),
         filters,
         backends,
         timeouts: given.timeouts,

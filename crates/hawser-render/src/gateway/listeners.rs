@@ -296,8 +296,11 @@ fn mark_conflicts(states: &mut [ListenerState<'_>], generation: Option<i64>) {
                 }
             }
         }
+        // No conflicting listener wins: none of them is accepted.
         for (i, reason, message) in conflicts {
-            states[i].conflicted = Condition::new("Conflicted", true, reason, message, generation);
+            states[i].conflicted =
+                Condition::new("Conflicted", true, reason, message.clone(), generation);
+            states[i].accepted = Condition::new("Accepted", false, reason, message, generation);
             states[i].entry = None;
         }
     }

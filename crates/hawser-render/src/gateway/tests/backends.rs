@@ -224,3 +224,43 @@ fn tcp_routes_on_a_tcp_listener_oldest_first() {
         .collect();
     assert_eq!(routes, ["b-old", "a-new"]);
 }
+
+#[test]
+fn an_extension_ref_filter_answers_500_rather_than_being_skipped() {
+    let mut r = rule(
+        vec![HttpRouteMatch::default()],
+        vec![backend(None, "web", 1)],
+    );
+    r.filters
+        .push(HttpFilter::Unsupported("ExtensionRef".to_string()));
+    let routing = routing(&route_with(vec![r]));
+    let entry = &listener_entry(&routing, "http").http_rules[0];
+    assert!(entry.unavailable);
+    let conditions = parent_conditions(&routing, Kind::HttpRoute, "web", 0);
+    assert_eq!(state(&conditions, "Accepted"), ("True", "Accepted"));
+    assert_eq!(state(&conditions, "ResolvedRefs"), ("False", "InvalidKind"));
+}
+
+#[test]
+fn unsupported_or_repeated_filters_drop_the_rule() {
+    let with = |filters: Vec<HttpFilter>| {
+        let mut r = rule(
+            vec![HttpRouteMatch::default()],
+            vec![backend(None, "web", 1)],
+        );
+        r.filters = filters;
+        let routing = routing(&route_with(vec![r]));
+        state(
+            &parent_conditions(&routing, Kind::HttpRoute, "web", 0),
+            "Accepted",
+        )
+    };
+    let modifier = || HttpFilter::RequestHeaderModifier(HeaderModifier::default());
+    assert_eq!(with(vec![modifier()]), ("True", "Accepted"));
+    let refused = ("False", "UnsupportedValue");
+    assert_eq!(with(vec![modifier(), modifier()]), refused);
+    assert_eq!(
+        with(vec![HttpFilter::Unsupported("CORS".to_string())]),
+        refused
+    );
+}

@@ -110,6 +110,10 @@ fn bad_listeners_say_why_and_the_gateway_lists_them() {
         state(&of("http"), "Conflicted"),
         ("True", "ProtocolConflict")
     );
+    assert_eq!(
+        state(&of("dup-a"), "Accepted"),
+        ("False", "HostnameConflict")
+    );
     for name in ["udp", "https", "dup-a", "mixed"] {
         assert_eq!(
             state(&of(name), "Programmed"),
