@@ -259,7 +259,8 @@ fn certificates(
     Ok(secrets)
 }
 
-/// Listeners on one port must share a protocol, and then differ in hostname.
+/// Listeners on one port must share a protocol (or be HTTPS and TLS), and
+/// then differ in hostname.
 fn mark_conflicts(states: &mut [ListenerState<'_>], generation: Option<i64>) {
     let mut by_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
     for (i, state) in states.iter().enumerate() {
@@ -270,7 +271,13 @@ fn mark_conflicts(states: &mut [ListenerState<'_>], generation: Option<i64>) {
     for (port, indexes) in by_port {
         let protocol = |i: usize| states[i].entry.as_ref().map(|e| e.protocol);
         let first = protocol(indexes[0]);
-        let mixed = indexes.iter().any(|&i| protocol(i) != first);
+        // HTTPS and TLS passthrough can share a port: SNI tells them apart.
+        let sni = |p: Option<ListenerProtocol>| {
+            matches!(p, Some(ListenerProtocol::Https | ListenerProtocol::Tls))
+        };
+        let mixed = indexes
+            .iter()
+            .any(|&i| protocol(i) != first && !(sni(protocol(i)) && sni(first)));
         let mut conflicts: Vec<(usize, &'static str, String)> = Vec::new();
         if mixed {
             for &i in &indexes {

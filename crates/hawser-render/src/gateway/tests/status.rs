@@ -162,3 +162,35 @@ fn a_route_reports_per_parent_with_its_generation() {
     assert_eq!(state(second, "Accepted"), ("False", "NoMatchingParent"));
     assert_eq!(listener_status(&routing, "http").attached_routes, 1);
 }
+
+#[test]
+fn https_and_tls_passthrough_may_share_a_port_with_distinct_hostnames() {
+    let on_443 = |https_host: &str, tls_host: &str| {
+        let https = with_hostname(https_listener("https", "cert", None), https_host);
+        let tls = with_hostname(listener("tls", 443, "TLS"), tls_host);
+        routing(&store([
+            gateway(vec![https, tls]),
+            tls_secret("infra", "cert"),
+        ]))
+    };
+    let distinct = on_443("*.example.com", "abc.example.com");
+    for name in ["https", "tls"] {
+        let conditions = &listener_status(&distinct, name).conditions;
+        assert_eq!(
+            state(conditions, "Conflicted"),
+            ("False", "NoConflicts"),
+            "{name}"
+        );
+        assert_eq!(
+            state(conditions, "Programmed"),
+            ("True", "Programmed"),
+            "{name}"
+        );
+    }
+    let same = on_443("a.example.com", "a.example.com");
+    let conditions = &listener_status(&same, "tls").conditions;
+    assert_eq!(
+        state(conditions, "Conflicted"),
+        ("True", "HostnameConflict")
+    );
+}
