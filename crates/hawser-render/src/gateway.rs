@@ -36,7 +36,7 @@ mod table;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hawser_model::{Gateway, Kind, ObjectKey, ObjectRef, RouteMeta, Store};
+use hawser_model::{Gateway, GrpcRoute, HttpRoute, Kind, ObjectKey, ObjectRef, RouteMeta, Store};
 
 use self::compiled::Compiled;
 use self::listeners::ListenerState;
@@ -171,39 +171,61 @@ pub(crate) fn gateway_table(
         });
     }
 
-    for route in store.http_routes() {
-        let compiled = http::compile(store, route);
-        attach_route(
-            &mut ctx,
-            diags,
-            Kind::HttpRoute,
-            &route.meta,
-            &compiled,
-            |entry, hosts| {
-                for host in hosts {
-                    for rule in &compiled.rules {
-                        entry.http_rules.extend(rule.entries(route, host));
-                    }
-                }
-            },
-        );
-    }
-    for route in store.grpc_routes() {
-        let compiled = grpc::compile(store, route);
-        attach_route(
-            &mut ctx,
-            diags,
-            Kind::GrpcRoute,
-            &route.meta,
-            &compiled,
-            |entry, hosts| {
-                for host in hosts {
-                    for rule in &compiled.rules {
-                        entry.grpc_rules.extend(rule.entries(route, host));
-                    }
-                }
-            },
-        );
+    // Oldest first across both kinds: when an HTTPRoute and a GRPCRoute
+    // claim a hostname on one listener, the older one keeps it.
+    let mut web: Vec<WebRoute<'_>> = store
+        .http_routes()
+        .map(WebRoute::Http)
+        .chain(store.grpc_routes().map(WebRoute::Grpc))
+        .collect();
+    web.sort_by_cached_key(|r| {
+        let meta = r.meta();
+        (
+            meta.created.is_none(),
+            meta.created.clone(),
+            meta.key.clone(),
+            r.kind(),
+        )
+    });
+    for route in web {
+        match route {
+            WebRoute::Http(route) => {
+                let compiled = http::compile(store, route);
+                let meta = &route.meta;
+                attach_route(
+                    &mut ctx,
+                    diags,
+                    Kind::HttpRoute,
+                    meta,
+                    &compiled,
+                    |entry, hosts| {
+                        for host in hosts {
+                            for rule in &compiled.rules {
+                                entry.http_rules.extend(rule.entries(route, host));
+                            }
+                        }
+                    },
+                );
+            }
+            WebRoute::Grpc(route) => {
+                let compiled = grpc::compile(store, route);
+                let meta = &route.meta;
+                attach_route(
+                    &mut ctx,
+                    diags,
+                    Kind::GrpcRoute,
+                    meta,
+                    &compiled,
+                    |entry, hosts| {
+                        for host in hosts {
+                            for rule in &compiled.rules {
+                                entry.grpc_rules.extend(rule.entries(route, host));
+                            }
+                        }
+                    },
+                );
+            }
+        }
     }
     for route in store.tls_routes() {
         let compiled = stream::compile(store, Kind::TlsRoute, &route.meta, &route.rules);
@@ -247,6 +269,64 @@ pub(crate) fn gateway_table(
     finish(ctx)
 }
 
+/// The route kinds that share HTTP listeners.
+enum WebRoute<'a> {
+    Http(&'a HttpRoute),
+    Grpc(&'a GrpcRoute),
+}
+
+impl WebRoute<'_> {
+    fn meta(&self) -> &RouteMeta {
+        match self {
+            WebRoute::Http(r) => &r.meta,
+            WebRoute::Grpc(r) => &r.meta,
+        }
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            WebRoute::Http(_) => Kind::HttpRoute,
+            WebRoute::Grpc(_) => Kind::GrpcRoute,
+        }
+    }
+}
+
+/// Leaves out the listeners where a route of the other web kind already
+/// serves one of these hostnames; refuses the parent if none is left.
+fn without_clashes(
+    kind: Kind,
+    attachment: attach::Attachment,
+    listeners: &[ListenerState<'_>],
+) -> Result<attach::Attachment, (&'static str, String)> {
+    if !matches!(kind, Kind::HttpRoute | Kind::GrpcRoute) {
+        return Ok(attachment);
+    }
+    let clashes = |l: usize, hosts: &[Option<String>]| {
+        listeners[l].web_hosts.iter().any(|(other, served)| {
+            *other != kind
+                && hosts
+                    .iter()
+                    .any(|h| hostname::overlap(h.as_deref(), served.as_deref()))
+        })
+    };
+    let kept: attach::Attachment = attachment
+        .into_iter()
+        .filter(|(l, hosts)| !clashes(*l, hosts))
+        .collect();
+    if kept.is_empty() {
+        let other = if kind == Kind::HttpRoute {
+            Kind::GrpcRoute
+        } else {
+            Kind::HttpRoute
+        };
+        return Err((
+            "NotAllowedByListeners",
+            format!("an older {other} serves these hostnames on the listener"),
+        ));
+    }
+    Ok(kept)
+}
+
 /// Attaches one route to every owned Gateway its parentRefs name, placing
 /// its entries on each listener it lands on, and records its status.
 fn attach_route<R>(
@@ -285,7 +365,8 @@ fn attach_route<R>(
                 owned.gateway,
                 &owned.listeners,
             )
-            .map_err(|refusal| (refusal.reason, refusal.message)),
+            .map_err(|refusal| (refusal.reason, refusal.message))
+            .and_then(|attachment| without_clashes(kind, attachment, &owned.listeners)),
         };
         let accepted = match outcome {
             Ok(attachment) => {
@@ -293,6 +374,11 @@ fn attach_route<R>(
                     if seen.insert((g, l)) {
                         let state = &mut owned.listeners[l];
                         state.attached_routes += 1;
+                        if matches!(kind, Kind::HttpRoute | Kind::GrpcRoute) {
+                            state
+                                .web_hosts
+                                .extend(hosts.iter().map(|h| (kind, h.clone())));
+                        }
                         if let Some(entry) = state.entry.as_mut() {
                             place(entry, &hosts);
                         }
@@ -472,6 +558,7 @@ fn finish(ctx: Context<'_>) -> (GatewayTable, GatewayStatus) {
             listeners: entries,
         });
     }
+    status.routes.sort_by(|a, b| a.route.cmp(&b.route));
     (table, status)
 }
 

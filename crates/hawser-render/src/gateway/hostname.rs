@@ -51,6 +51,14 @@ fn intersect_one(a: &str, b: &str) -> Option<String> {
     }
 }
 
+/// Whether two served hostnames can match the same request (`None` is any host).
+pub(super) fn overlap(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => intersect_one(a, b).is_some(),
+        _ => true,
+    }
+}
+
 /// Sorts most specific first: exact hostnames (longest first), then
 /// wildcards (longest first), then any host.
 pub(super) type HostRank = (u8, Reverse<usize>);

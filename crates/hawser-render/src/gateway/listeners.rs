@@ -22,6 +22,9 @@ pub(super) struct ListenerState<'a> {
     pub entry: Option<ListenerEntry>,
     pub supported_kinds: Vec<RouteGroupKind>,
     pub attached_routes: u32,
+    /// Hostnames HTTPRoutes and GRPCRoutes serve here: one kind may not take
+    /// a hostname the other already serves.
+    pub web_hosts: Vec<(Kind, Option<String>)>,
     pub accepted: Condition,
     pub resolved_refs: Condition,
     pub conflicted: Condition,
@@ -85,6 +88,7 @@ fn listener_state<'a>(store: &Store, gateway: &Gateway, l: &'a Listener) -> List
         entry: None,
         supported_kinds: Vec::new(),
         attached_routes: 0,
+        web_hosts: Vec::new(),
         accepted: Condition::new("Accepted", true, "Accepted", "", generation),
         resolved_refs: Condition::new("ResolvedRefs", true, "ResolvedRefs", "", generation),
         conflicted: Condition::new("Conflicted", false, "NoConflicts", "", generation),

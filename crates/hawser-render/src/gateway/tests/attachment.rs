@@ -208,3 +208,48 @@ fn tls_routes_attach_to_passthrough_listeners_by_sni() {
     assert_eq!(listener_status(&routing, "tls").attached_routes, 2);
     assert_eq!(listener_status(&routing, "http").attached_routes, 0);
 }
+
+#[test]
+fn an_http_and_a_grpc_route_may_not_share_a_hostname_on_a_listener() {
+    use hawser_model::{GrpcRoute, GrpcRouteRule};
+    let http = |name: &str, hosts: &[&str], created: Option<&str>| {
+        let mut meta = meta("app", name, hosts);
+        meta.created = created.map(str::to_string);
+        Object::HttpRoute(HttpRoute {
+            meta,
+            rules: vec![rule(
+                vec![HttpRouteMatch::default()],
+                vec![backend(None, "web", 1)],
+            )],
+        })
+    };
+    let grpc = |name: &str, hosts: &[&str], created: Option<&str>| {
+        let mut meta = meta("app", name, hosts);
+        meta.created = created.map(str::to_string);
+        Object::GrpcRoute(GrpcRoute {
+            meta,
+            rules: vec![GrpcRouteRule {
+                name: None,
+                matches: vec![Default::default()],
+                filters: Vec::new(),
+                backend_refs: Vec::new(),
+            }],
+        })
+    };
+    let store = store([
+        gateway(vec![listener("http", 80, "HTTP")]),
+        // The GRPCRoute is older: it keeps a.example.com.
+        grpc("grpc", &["a.example.com"], Some("2024-01-01T00:00:00Z")),
+        http("web", &["*.example.com"], Some("2024-02-01T00:00:00Z")),
+        http("other", &["b.other.org"], None),
+    ]);
+    let routing = routing(&store);
+    let of = |kind, name| state(&parent_conditions(&routing, kind, name, 0), "Accepted");
+    assert_eq!(of(Kind::GrpcRoute, "grpc"), ("True", "Accepted"));
+    assert_eq!(
+        of(Kind::HttpRoute, "web"),
+        ("False", "NotAllowedByListeners")
+    );
+    assert_eq!(of(Kind::HttpRoute, "other"), ("True", "Accepted"));
+    assert_eq!(listener_status(&routing, "http").attached_routes, 2);
+}

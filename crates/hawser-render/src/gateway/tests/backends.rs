@@ -264,3 +264,24 @@ fn unsupported_or_repeated_filters_drop_the_rule() {
         refused
     );
 }
+
+#[test]
+fn the_backends_used_become_haproxy_backends() {
+    let store = route_with(vec![rule(
+        vec![HttpRouteMatch::default()],
+        vec![backend(None, "web", 1), backend(None, "api", 1)],
+    )]);
+    let routing = routing(&store);
+    let mut diags = crate::report::Diagnostics::default();
+    let plans = crate::backends::backend_plans(&store, &routing.table.backends, &mut diags);
+    let names: Vec<&str> = plans.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["be_app_api_80", "be_app_web_80"]);
+    let targets: Vec<&BackendTarget> = listener_entry(&routing, "http").http_rules[0]
+        .backends
+        .iter()
+        .map(|b| &b.target)
+        .collect();
+    assert!(
+        matches!(targets[0], BackendTarget::Service { backend, .. } if backend == "be_app_web_80")
+    );
+}
