@@ -167,23 +167,27 @@ pub fn header_value(what: &str, value: &str) -> Result<(), String> {
 }
 
 /// A regular expression for HAProxy (PCRE): printable ASCII without spaces,
-/// quotes, `#` or `%`. A backslash is kept (regexes need it): where a
+/// quotes, `#` or `%`, that parses as a plain regular expression (no
+/// look-around or back-references), so HAProxy cannot fail to compile it and
+/// stop a whole configuration. A backslash is kept (regexes need it): where a
 /// template writes the expression, it must write it where HAProxy reads it
 /// literally or escape it.
 pub fn regex(what: &str, value: &str) -> Result<(), String> {
     if value.is_empty() || value.len() > 1024 {
         return Err(format!("{what} {value:?} must be 1 to 1024 characters"));
     }
-    match value
+    if let Some(b) = value
         .bytes()
         .find(|b| !(b'!'..=b'~').contains(b) || b"\"'#%`".contains(b))
     {
-        None => Ok(()),
-        Some(b) => Err(format!(
+        return Err(format!(
             "{what} {value:?} holds {:?}, which is not allowed in a regular expression",
             char::from(b)
-        )),
+        ));
     }
+    regex_lite::Regex::new(value)
+        .map(|_| ())
+        .map_err(|e| format!("{what} {value:?} is not a regular expression hawser accepts: {e}"))
 }
 
 /// A gRPC service (`pkg.Service`) or method (`Get`) name.
@@ -273,7 +277,9 @@ mod tests {
             assert!(header_value("value", bad).is_err(), "{bad:?}");
         }
         assert_eq!(regex("regex", "^/v[0-9]+/.*\\.png$"), Ok(()));
-        for bad in ["", "a b", "a\"b", "a#b", "a\nb"] {
+        for bad in [
+            "", "a b", "a\"b", "a#b", "a\nb", "(a", "a{2,1}", "(?=a)b", "(a)\\1",
+        ] {
             assert!(regex("regex", bad).is_err(), "{bad:?}");
         }
         assert_eq!(grpc_name("service", "pkg.v1.Echo", true), Ok(()));
