@@ -73,6 +73,17 @@ fn rule(
     for m in &given.matches {
         check_match(m)?;
     }
+    if let HttpTimeouts {
+        request_ms: Some(request),
+        backend_request_ms: Some(backend),
+    } = given.timeouts
+        && request > 0
+        && backend > request
+    {
+        return Err(format!(
+            "timeouts.backendRequest ({backend} ms) may not exceed timeouts.request ({request} ms)"
+        ));
+    }
     let scope = FilterScope {
         grpc: false,
         prefix_matches: given

@@ -285,3 +285,34 @@ fn the_backends_used_become_haproxy_backends() {
         matches!(targets[0], BackendTarget::Service { backend, .. } if backend == "be_app_web_80")
     );
 }
+
+#[test]
+fn timeouts_are_kept_and_a_backend_timeout_past_the_request_timeout_drops_the_rule() {
+    let timed = |request, backend| {
+        let mut r = rule(vec![HttpRouteMatch::default()], vec![backend_ref()]);
+        r.timeouts = HttpTimeouts {
+            request_ms: request,
+            backend_request_ms: backend,
+        };
+        routing(&route_with(vec![r]))
+    };
+    fn backend_ref() -> BackendRef {
+        backend(None, "web", 1)
+    }
+    let ok = timed(Some(10_000), Some(2_000));
+    assert_eq!(
+        listener_entry(&ok, "http").http_rules[0]
+            .timeouts
+            .backend_request_ms,
+        Some(2_000)
+    );
+    let bad = timed(Some(1_000), Some(2_000));
+    let conditions = parent_conditions(&bad, Kind::HttpRoute, "web", 0);
+    assert_eq!(
+        state(&conditions, "Accepted"),
+        ("False", "UnsupportedValue")
+    );
+    // A disabled request timeout (0) bounds nothing.
+    let unbounded = timed(Some(0), Some(2_000));
+    assert_eq!(listener_entry(&unbounded, "http").http_rules.len(), 1);
+}

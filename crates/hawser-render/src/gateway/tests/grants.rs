@@ -124,3 +124,35 @@ fn certificates_in_other_namespaces_need_a_grant_from_the_gateway() {
             .contains_key(&key("other", "cert"))
     );
 }
+
+#[test]
+fn grants_name_the_route_kind_that_uses_them() {
+    use hawser_model::{StreamRouteRule, TlsRoute};
+    let tls_route = Object::TlsRoute(TlsRoute {
+        meta: meta("app", "web", &["a.example.com"]),
+        rules: vec![StreamRouteRule {
+            name: None,
+            backend_refs: vec![backend(Some("other"), "shared", 1)],
+        }],
+    });
+    let resolved = |grants: Vec<Object>| {
+        let objects = [
+            gateway(vec![listener("tls", 443, "TLS")]),
+            service("other", "shared"),
+            tls_route.clone(),
+        ];
+        let routing = routing(&store(objects.into_iter().chain(grants)));
+        state(
+            &parent_conditions(&routing, Kind::TlsRoute, "web", 0),
+            "ResolvedRefs",
+        )
+    };
+    assert_eq!(
+        resolved(vec![grant("HTTPRoute", "app", "Service", None)]),
+        ("False", "RefNotPermitted")
+    );
+    assert_eq!(
+        resolved(vec![grant("TLSRoute", "app", "Service", None)]),
+        ("True", "ResolvedRefs")
+    );
+}

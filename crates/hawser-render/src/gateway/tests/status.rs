@@ -194,3 +194,32 @@ fn https_and_tls_passthrough_may_share_a_port_with_distinct_hostnames() {
         ("True", "HostnameConflict")
     );
 }
+
+#[test]
+fn listener_values_hawser_cannot_serve_are_not_accepted() {
+    let mut https_passthrough = https_listener("https", "cert", None);
+    if let Some(tls) = https_passthrough.tls.as_mut() {
+        tls.mode = hawser_model::TlsMode::Passthrough;
+    }
+    let bad_host = with_hostname(listener("host", 8080, "HTTP"), "a b.example.com");
+    let store = store([
+        gateway(vec![
+            https_passthrough,
+            bad_host,
+            listener("port", 0, "HTTP"),
+        ]),
+        tls_secret("infra", "cert"),
+    ]);
+    let routing = routing(&store);
+    let of = |name: &str| state(&listener_status(&routing, name).conditions, "Accepted");
+    assert_eq!(of("https"), ("False", "UnsupportedValue"));
+    assert_eq!(of("host"), ("False", "UnsupportedValue"));
+    assert_eq!(of("port"), ("False", "PortUnavailable"));
+    assert!(routing.table.gateways[0].listeners.is_empty());
+    let warned: Vec<&str> = routing
+        .diagnostics
+        .iter()
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(warned.len(), 3, "{warned:?}");
+}
