@@ -1,7 +1,11 @@
-//! Conversion from the Kubernetes API types (k8s-openapi) into trimmed views.
+//! Conversion from the Kubernetes API types (k8s-openapi, and the gateway-api
+//! crate's for Gateway API kinds) into trimmed views.
 //!
 //! Both sources use these: the manifests directory deserializes YAML into the
 //! k8s-openapi types, and the cluster watchers receive them from the API server.
+
+mod gateway_api;
+mod routes;
 
 use std::collections::BTreeMap;
 

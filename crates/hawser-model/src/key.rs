@@ -12,7 +12,18 @@ pub enum Kind {
     Service,
     EndpointSlice,
     Secret,
+    Namespace,
+    GatewayClass,
+    Gateway,
+    HttpRoute,
+    GrpcRoute,
+    TlsRoute,
+    TcpRoute,
+    ReferenceGrant,
 }
+
+/// The API group of the Gateway API kinds.
+pub const GATEWAY_API_GROUP: &str = "gateway.networking.k8s.io";
 
 impl Kind {
     /// Maps a manifest's `apiVersion` and `kind` to a kind hawser reads.
@@ -23,6 +34,25 @@ impl Kind {
             ("v1", "Service") => Some(Kind::Service),
             ("discovery.k8s.io/v1", "EndpointSlice") => Some(Kind::EndpointSlice),
             ("v1", "Secret") => Some(Kind::Secret),
+            ("v1", "Namespace") => Some(Kind::Namespace),
+            (version, kind) => {
+                Kind::from_gateway_api(version.strip_prefix(GATEWAY_API_GROUP)?, kind)
+            }
+        }
+    }
+
+    /// Gateway API kinds, by the version after the group (`/v1`, `/v1beta1` ...).
+    /// The versions the gateway-api types read are accepted: their schemas
+    /// are the same across the versions listed.
+    fn from_gateway_api(version: &str, kind: &str) -> Option<Kind> {
+        match (version, kind) {
+            ("/v1" | "/v1beta1", "GatewayClass") => Some(Kind::GatewayClass),
+            ("/v1" | "/v1beta1", "Gateway") => Some(Kind::Gateway),
+            ("/v1" | "/v1beta1", "HTTPRoute") => Some(Kind::HttpRoute),
+            ("/v1" | "/v1alpha2", "GRPCRoute") => Some(Kind::GrpcRoute),
+            ("/v1" | "/v1alpha3" | "/v1alpha2", "TLSRoute") => Some(Kind::TlsRoute),
+            ("/v1alpha2", "TCPRoute") => Some(Kind::TcpRoute),
+            ("/v1" | "/v1beta1", "ReferenceGrant") => Some(Kind::ReferenceGrant),
             _ => None,
         }
     }
@@ -33,7 +63,21 @@ impl Kind {
             Kind::Ingress | Kind::IngressClass => "networking.k8s.io/v1",
             Kind::Service | Kind::Secret => "v1",
             Kind::EndpointSlice => "discovery.k8s.io/v1",
+            Kind::Namespace => "v1",
+            Kind::GatewayClass | Kind::Gateway | Kind::HttpRoute | Kind::GrpcRoute => {
+                "gateway.networking.k8s.io/v1"
+            }
+            Kind::ReferenceGrant => "gateway.networking.k8s.io/v1beta1",
+            Kind::TlsRoute | Kind::TcpRoute => "gateway.networking.k8s.io/v1alpha2",
         }
+    }
+
+    /// Cluster-scoped kinds have keys with an empty namespace.
+    pub fn is_cluster_scoped(self) -> bool {
+        matches!(
+            self,
+            Kind::IngressClass | Kind::GatewayClass | Kind::Namespace
+        )
     }
 
     pub fn as_str(self) -> &'static str {
@@ -43,6 +87,14 @@ impl Kind {
             Kind::Service => "Service",
             Kind::EndpointSlice => "EndpointSlice",
             Kind::Secret => "Secret",
+            Kind::Namespace => "Namespace",
+            Kind::GatewayClass => "GatewayClass",
+            Kind::Gateway => "Gateway",
+            Kind::HttpRoute => "HTTPRoute",
+            Kind::GrpcRoute => "GRPCRoute",
+            Kind::TlsRoute => "TLSRoute",
+            Kind::TcpRoute => "TCPRoute",
+            Kind::ReferenceGrant => "ReferenceGrant",
         }
     }
 }
@@ -126,5 +178,44 @@ mod tests {
         let key = ObjectKey::new("evil\nrejected: ns", "a\tb");
         assert_eq!(key.to_string(), "evil\\nrejected: ns/a\\tb");
         assert_eq!(ObjectKey::cluster("hawser").to_string(), "hawser");
+    }
+
+    #[test]
+    fn gateway_api_kinds_by_type_meta() {
+        let kind = |v: &str, k: &str| Kind::from_type_meta(v, k);
+        let group = GATEWAY_API_GROUP;
+        assert_eq!(
+            kind(&format!("{group}/v1"), "HTTPRoute"),
+            Some(Kind::HttpRoute)
+        );
+        assert_eq!(
+            kind(&format!("{group}/v1beta1"), "ReferenceGrant"),
+            Some(Kind::ReferenceGrant)
+        );
+        assert_eq!(
+            kind(&format!("{group}/v1"), "ReferenceGrant"),
+            Some(Kind::ReferenceGrant)
+        );
+        assert_eq!(
+            kind(&format!("{group}/v1alpha2"), "TCPRoute"),
+            Some(Kind::TcpRoute)
+        );
+        assert_eq!(
+            kind(&format!("{group}/v1alpha2"), "TLSRoute"),
+            Some(Kind::TlsRoute)
+        );
+        assert_eq!(kind(&format!("{group}/v1"), "TCPRoute"), None);
+        assert_eq!(kind("example.com/v1", "Gateway"), None);
+        assert_eq!(kind("v1", "Namespace"), Some(Kind::Namespace));
+        for k in [
+            Kind::GatewayClass,
+            Kind::Gateway,
+            Kind::TlsRoute,
+            Kind::ReferenceGrant,
+        ] {
+            assert_eq!(kind(k.api_version(), k.as_str()), Some(k), "{k}");
+        }
+        assert!(Kind::GatewayClass.is_cluster_scoped());
+        assert!(!Kind::Gateway.is_cluster_scoped());
     }
 }

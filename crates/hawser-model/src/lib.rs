@@ -13,21 +13,40 @@
 
 mod convert;
 mod endpoints;
+mod gateway;
+mod grpc_route;
+mod http_route;
 mod ingress;
 mod key;
+mod reference_grant;
 mod resources;
+mod route;
 mod secret;
 mod service;
 mod store;
+mod stream_route;
 
 pub use convert::ConvertError;
 pub use endpoints::{Endpoint, EndpointPort, EndpointSlice, SERVICE_NAME_LABEL};
+pub use gateway::{
+    AllowedRoutes, CertificateRef, Gateway, GatewayClass, LabelOperator, LabelRequirement,
+    LabelSelector, Listener, ListenerTls, RouteGroupKind, RouteNamespaces, TlsMode,
+};
+pub use grpc_route::{GrpcMethodMatch, GrpcRoute, GrpcRouteMatch, GrpcRouteRule};
+pub use http_route::{
+    HeaderModifier, HttpBackendRef, HttpFilter, HttpRoute, HttpRouteMatch, HttpRouteRule,
+    HttpTimeouts, PathMatch, PathMatchKind, PathModifier, RequestMirror, RequestRedirect,
+    UrlRewrite, ValueMatch, ValueMatchKind,
+};
 pub use ingress::{
     INGRESS_CLASS_ANNOTATION, IS_DEFAULT_CLASS_ANNOTATION, Ingress, IngressBackend, IngressClass,
     IngressPath, IngressRule, IngressTls, PathType, ServicePortRef,
 };
-pub use key::{Kind, ObjectKey, ObjectRef};
+pub use key::{GATEWAY_API_GROUP, Kind, ObjectKey, ObjectRef};
+pub use reference_grant::{GrantFrom, GrantTo, NAMESPACE_NAME_LABEL, Namespace, ReferenceGrant};
 pub use resources::ExtraResources;
+pub use route::{BackendRef, ParentRef, RouteMeta};
 pub use secret::Secret;
 pub use service::{ANNOTATION_PREFIX, Service, ServicePort, ServiceType};
 pub use store::{Object, Store};
+pub use stream_route::{StreamRouteRule, TcpRoute, TlsRoute};

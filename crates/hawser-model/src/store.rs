@@ -4,8 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::{
-    EndpointSlice, ExtraResources, Ingress, IngressClass, Kind, ObjectKey, ObjectRef, Secret,
-    Service,
+    EndpointSlice, ExtraResources, Gateway, GatewayClass, GrpcRoute, HttpRoute, Ingress,
+    IngressClass, Kind, Namespace, ObjectKey, ObjectRef, ReferenceGrant, Secret, Service, TcpRoute,
+    TlsRoute,
 };
 
 /// One object of a kind hawser reads.
@@ -16,6 +17,14 @@ pub enum Object {
     Service(Service),
     EndpointSlice(EndpointSlice),
     Secret(Secret),
+    Namespace(Namespace),
+    GatewayClass(GatewayClass),
+    Gateway(Gateway),
+    HttpRoute(HttpRoute),
+    GrpcRoute(GrpcRoute),
+    TlsRoute(TlsRoute),
+    TcpRoute(TcpRoute),
+    ReferenceGrant(ReferenceGrant),
 }
 
 impl Object {
@@ -28,6 +37,16 @@ impl Object {
             Object::Service(o) => ObjectRef::new(Kind::Service, o.key.clone()),
             Object::EndpointSlice(o) => ObjectRef::new(Kind::EndpointSlice, o.key.clone()),
             Object::Secret(o) => ObjectRef::new(Kind::Secret, o.key.clone()),
+            Object::Namespace(o) => ObjectRef::new(Kind::Namespace, ObjectKey::cluster(&o.name)),
+            Object::GatewayClass(o) => {
+                ObjectRef::new(Kind::GatewayClass, ObjectKey::cluster(&o.name))
+            }
+            Object::Gateway(o) => ObjectRef::new(Kind::Gateway, o.key.clone()),
+            Object::HttpRoute(o) => ObjectRef::new(Kind::HttpRoute, o.meta.key.clone()),
+            Object::GrpcRoute(o) => ObjectRef::new(Kind::GrpcRoute, o.meta.key.clone()),
+            Object::TlsRoute(o) => ObjectRef::new(Kind::TlsRoute, o.meta.key.clone()),
+            Object::TcpRoute(o) => ObjectRef::new(Kind::TcpRoute, o.meta.key.clone()),
+            Object::ReferenceGrant(o) => ObjectRef::new(Kind::ReferenceGrant, o.key.clone()),
         }
     }
 }
@@ -42,6 +61,14 @@ pub struct Store {
     endpoint_slices: BTreeMap<ObjectKey, EndpointSlice>,
     slices_by_service: BTreeMap<ObjectKey, BTreeSet<ObjectKey>>,
     secrets: BTreeMap<ObjectKey, Secret>,
+    namespaces: BTreeMap<String, Namespace>,
+    gateway_classes: BTreeMap<String, GatewayClass>,
+    gateways: BTreeMap<ObjectKey, Gateway>,
+    http_routes: BTreeMap<ObjectKey, HttpRoute>,
+    grpc_routes: BTreeMap<ObjectKey, GrpcRoute>,
+    tls_routes: BTreeMap<ObjectKey, TlsRoute>,
+    tcp_routes: BTreeMap<ObjectKey, TcpRoute>,
+    reference_grants: BTreeMap<ObjectKey, ReferenceGrant>,
     /// The kinds a configuration adds (`watch.extraResources`).
     pub extra: ExtraResources,
 }
@@ -76,6 +103,30 @@ impl Store {
             Object::Secret(o) => {
                 self.secrets.insert(o.key.clone(), o);
             }
+            Object::Namespace(o) => {
+                self.namespaces.insert(o.name.clone(), o);
+            }
+            Object::GatewayClass(o) => {
+                self.gateway_classes.insert(o.name.clone(), o);
+            }
+            Object::Gateway(o) => {
+                self.gateways.insert(o.key.clone(), o);
+            }
+            Object::HttpRoute(o) => {
+                self.http_routes.insert(o.meta.key.clone(), o);
+            }
+            Object::GrpcRoute(o) => {
+                self.grpc_routes.insert(o.meta.key.clone(), o);
+            }
+            Object::TlsRoute(o) => {
+                self.tls_routes.insert(o.meta.key.clone(), o);
+            }
+            Object::TcpRoute(o) => {
+                self.tcp_routes.insert(o.meta.key.clone(), o);
+            }
+            Object::ReferenceGrant(o) => {
+                self.reference_grants.insert(o.key.clone(), o);
+            }
         }
         previous
     }
@@ -103,6 +154,20 @@ impl Store {
                 Some(Object::EndpointSlice(slice))
             }
             Kind::Secret => self.secrets.remove(key).map(Object::Secret),
+            Kind::Namespace => self.namespaces.remove(&key.name).map(Object::Namespace),
+            Kind::GatewayClass => self
+                .gateway_classes
+                .remove(&key.name)
+                .map(Object::GatewayClass),
+            Kind::Gateway => self.gateways.remove(key).map(Object::Gateway),
+            Kind::HttpRoute => self.http_routes.remove(key).map(Object::HttpRoute),
+            Kind::GrpcRoute => self.grpc_routes.remove(key).map(Object::GrpcRoute),
+            Kind::TlsRoute => self.tls_routes.remove(key).map(Object::TlsRoute),
+            Kind::TcpRoute => self.tcp_routes.remove(key).map(Object::TcpRoute),
+            Kind::ReferenceGrant => self
+                .reference_grants
+                .remove(key)
+                .map(Object::ReferenceGrant),
         }
     }
 
@@ -112,6 +177,14 @@ impl Store {
             + self.services.len()
             + self.endpoint_slices.len()
             + self.secrets.len()
+            + self.namespaces.len()
+            + self.gateway_classes.len()
+            + self.gateways.len()
+            + self.http_routes.len()
+            + self.grpc_routes.len()
+            + self.tls_routes.len()
+            + self.tcp_routes.len()
+            + self.reference_grants.len()
             + self.extra.len()
     }
 
@@ -146,6 +219,53 @@ impl Store {
 
     pub fn secret(&self, key: &ObjectKey) -> Option<&Secret> {
         self.secrets.get(key)
+    }
+
+    pub fn namespace(&self, name: &str) -> Option<&Namespace> {
+        self.namespaces.get(name)
+    }
+
+    pub fn gateway_classes(&self) -> impl Iterator<Item = &GatewayClass> {
+        self.gateway_classes.values()
+    }
+
+    pub fn gateway_class(&self, name: &str) -> Option<&GatewayClass> {
+        self.gateway_classes.get(name)
+    }
+
+    pub fn gateways(&self) -> impl Iterator<Item = &Gateway> {
+        self.gateways.values()
+    }
+
+    pub fn gateway(&self, key: &ObjectKey) -> Option<&Gateway> {
+        self.gateways.get(key)
+    }
+
+    pub fn http_routes(&self) -> impl Iterator<Item = &HttpRoute> {
+        self.http_routes.values()
+    }
+
+    pub fn grpc_routes(&self) -> impl Iterator<Item = &GrpcRoute> {
+        self.grpc_routes.values()
+    }
+
+    pub fn tls_routes(&self) -> impl Iterator<Item = &TlsRoute> {
+        self.tls_routes.values()
+    }
+
+    pub fn tcp_routes(&self) -> impl Iterator<Item = &TcpRoute> {
+        self.tcp_routes.values()
+    }
+
+    /// The ReferenceGrants in one namespace (grants only act on their own).
+    pub fn reference_grants_in<'a>(
+        &'a self,
+        namespace: &'a str,
+    ) -> impl Iterator<Item = &'a ReferenceGrant> {
+        self.reference_grants
+            .range(ObjectKey::new(namespace, "")..)
+            .take_while(move |(key, _)| key.namespace == namespace)
+            .map(|(_, grant)| grant)
     }
 }
 
@@ -194,5 +314,30 @@ mod tests {
         ));
         assert_eq!(store.endpoint_slices_for(&web).count(), 0);
         assert_eq!(store.len(), 1);
+    }
+
+    #[test]
+    fn reference_grants_are_listed_by_namespace() {
+        let grant = |namespace: &str, name: &str| {
+            Object::ReferenceGrant(ReferenceGrant {
+                key: ObjectKey::new(namespace, name),
+                from: vec![],
+                to: vec![],
+            })
+        };
+        let mut store = Store::new();
+        for (namespace, name) in [("a", "x"), ("ab", "y"), ("b", "z"), ("b", "w")] {
+            store.insert(grant(namespace, name));
+        }
+        let names = |ns: &str| -> Vec<String> {
+            store
+                .reference_grants_in(ns)
+                .map(|g| g.key.name.clone())
+                .collect()
+        };
+        assert_eq!(names("a"), vec!["x"]);
+        assert_eq!(names("b"), vec!["w", "z"]);
+        assert!(names("c").is_empty());
+        assert_eq!(store.len(), 4);
     }
 }

@@ -22,16 +22,17 @@ pub const TIMEOUT_SERVER_ANNOTATION: &str = "hawser.dev/timeout-server";
 const BALANCE_ALGORITHMS: &[&str] = &["roundrobin", "leastconn", "first", "source", "random"];
 const DEFAULT_WEIGHT: u16 = 1;
 
-/// A Service port as a route refers to it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) struct BackendKey {
+/// A Service port as a route refers to it: one HAProxy backend.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub struct BackendKey {
     pub namespace: String,
     pub service: String,
     pub port: ServicePortRef,
 }
 
 impl BackendKey {
-    /// Unambiguous, since namespaces, names and port names hold no `_`.
+    /// The HAProxy backend name; unambiguous, since namespaces, names and
+    /// port names hold no `_`.
     pub fn name(&self) -> String {
         format!("be_{}_{}_{}", self.namespace, self.service, self.port)
     }

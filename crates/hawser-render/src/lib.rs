@@ -2,6 +2,8 @@
 //!
 //! ```text
 //!  Store ──► ingress (classes, validation, precedence) ──► RouteTable
+//!    └────► gateway (classes, listeners, attachment) ──► GatewayTable + GatewayStatus
+//!           (not rendered by the templates yet)
 //!              │                                              │
 //!              ├─► backends (Service port + EndpointSlices) ──┼─► Plan ──► templates ──► haproxy.cfg
 //!              └─► tls (Secrets → PEM, crt-list) ─────────────┘     └──────────────────► maps, certs, crt-list
@@ -21,6 +23,7 @@ mod config;
 mod culprit;
 mod engine;
 mod files;
+mod gateway;
 mod ingress;
 mod library;
 mod plan;
@@ -29,13 +32,20 @@ mod report;
 mod tls;
 pub mod validate;
 
-pub use backends::{BALANCE_ANNOTATION, TIMEOUT_SERVER_ANNOTATION};
+pub use backends::{BALANCE_ANNOTATION, BackendKey, TIMEOUT_SERVER_ANNOTATION};
 pub use config::{
     AGENT_SETTINGS, ConfigError, INGRESS_CONTROLLER, RenderConfig, Settings, TemplateConfig,
     Timeouts,
 };
 pub use culprit::culprit_at;
 pub use files::{FileKind, FileSet, RenderedFile};
+pub use gateway::{
+    BackendTarget, ClassStatus, Condition, ConditionStatus, FilterEntry, GATEWAY_CONTROLLER,
+    GatewayEntry, GatewayObjectStatus, GatewayRouting, GatewayStatus, GatewayTable, GrpcRuleEntry,
+    HttpRuleEntry, ListenerEntry, ListenerProtocol, ListenerStatus, ListenerTlsEntry,
+    RouteParentStatus, RouteStatus, TcpRouteEntry, TlsRouteEntry, WeightedBackend, condition,
+    gateway_routing,
+};
 pub use library::{ENTRY_TEMPLATE, EXTENSION_POINTS, LIBRARY};
 pub use plan::{
     BackendPlan, CertificatePlan, CrtListEntry, CrtListPlan, MapEntry, MapPlan, MatchKind, Plan,

@@ -130,6 +130,87 @@ pub fn port(what: &str, value: i32) -> Result<u16, String> {
         .ok_or_else(|| format!("{what} {value} is not a port between 1 and 65535"))
 }
 
+/// An HTTP header (or query parameter) name: an RFC 7230 token without the
+/// characters HAProxy's configuration treats specially (`#`, `'`, `` ` ``).
+pub fn header_name(what: &str, value: &str) -> Result<(), String> {
+    let ok = !value.is_empty()
+        && value.len() <= 256
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!$&*+-.^_|~".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} {value:?} must be 1 to 256 letters, digits or any of !$&*+-.^_|~"
+        ))
+    }
+}
+
+/// A literal value matched against or written into a header or query
+/// parameter: printable ASCII and spaces, without quotes, backslashes, `#`
+/// or `%` (which HAProxy's log-format strings expand).
+pub fn header_value(what: &str, value: &str) -> Result<(), String> {
+    if value.len() > 4096 {
+        return Err(format!("{what} is longer than 4096 characters"));
+    }
+    match value
+        .bytes()
+        .find(|b| !(b' '..=b'~').contains(b) || b"\"'\\#%`".contains(b))
+    {
+        None => Ok(()),
+        Some(b) => Err(format!(
+            "{what} {value:?} holds {:?}, which is not allowed",
+            char::from(b)
+        )),
+    }
+}
+
+/// A regular expression for HAProxy (PCRE): printable ASCII without spaces,
+/// quotes, `#` or `%`, that parses as a plain regular expression (no
+/// look-around or back-references), so HAProxy cannot fail to compile it and
+/// stop a whole configuration. A backslash is kept (regexes need it): where a
+/// template writes the expression, it must write it where HAProxy reads it
+/// literally or escape it.
+pub fn regex(what: &str, value: &str) -> Result<(), String> {
+    if value.is_empty() || value.len() > 1024 {
+        return Err(format!("{what} {value:?} must be 1 to 1024 characters"));
+    }
+    if let Some(b) = value
+        .bytes()
+        .find(|b| !(b'!'..=b'~').contains(b) || b"\"'#%`".contains(b))
+    {
+        return Err(format!(
+            "{what} {value:?} holds {:?}, which is not allowed in a regular expression",
+            char::from(b)
+        ));
+    }
+    regex_lite::Regex::new(value)
+        .map(|_| ())
+        .map_err(|e| format!("{what} {value:?} is not a regular expression hawser accepts: {e}"))
+}
+
+/// A gRPC service (`pkg.Service`) or method (`Get`) name.
+pub fn grpc_name(what: &str, value: &str, dotted: bool) -> Result<(), String> {
+    let part_ok = |part: &str| {
+        part.bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+            && part.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+    };
+    let ok = value.len() <= 1024
+        && if dotted {
+            value.split('.').all(part_ok)
+        } else {
+            part_ok(value)
+        };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("{what} {value:?} is not a valid gRPC name"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,5 +264,28 @@ mod tests {
         assert_eq!(ip_address("127.0.0.2"), Ok("127.0.0.2".to_string()));
         assert_eq!(ip_address("fd00:0::1"), Ok("fd00::1".to_string()));
         assert!(ip_address("127.0.0.2 backup").is_err());
+    }
+
+    #[test]
+    fn header_names_values_and_regexes() {
+        assert_eq!(header_name("header", "X-Foo_1"), Ok(()));
+        for bad in ["", "a b", "a#b", "a'b", "a:b", "a\nb"] {
+            assert!(header_name("header", bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(header_value("value", "a b/c=d;e"), Ok(()));
+        for bad in ["a\"b", "a\\b", "a#b", "100%", "a\nb", "a\tb"] {
+            assert!(header_value("value", bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(regex("regex", "^/v[0-9]+/.*\\.png$"), Ok(()));
+        for bad in [
+            "", "a b", "a\"b", "a#b", "a\nb", "(a", "a{2,1}", "(?=a)b", "(a)\\1",
+        ] {
+            assert!(regex("regex", bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(grpc_name("service", "pkg.v1.Echo", true), Ok(()));
+        assert_eq!(grpc_name("method", "Get_1", false), Ok(()));
+        for bad in ["", "1a", "a..b", "a-b", "a.b"] {
+            assert!(grpc_name("method", bad, false).is_err(), "{bad:?}");
+        }
     }
 }

@@ -166,7 +166,7 @@ pub async fn fetch_secret(
 /// The object's key as the model names it (cluster-scoped kinds have none).
 fn key_of(kind: Kind, meta: &ObjectMeta) -> ObjectKey {
     let name = meta.name.clone().unwrap_or_default();
-    if kind == Kind::IngressClass {
+    if kind.is_cluster_scoped() {
         ObjectKey::cluster(name)
     } else {
         ObjectKey::new(meta.namespace.clone().unwrap_or_default(), name)
@@ -204,6 +204,15 @@ pub fn convert(kind: Kind, object: DynamicObject) -> Item {
         Kind::Secret => typed::<core::Secret>(data, metadata)
             .and_then(|o| Secret::from_k8s(&o).map_err(|e| e.to_string()))
             .map(Object::Secret),
+        // Not watched yet: the Gateway API watchers come with the status writer.
+        Kind::Namespace
+        | Kind::GatewayClass
+        | Kind::Gateway
+        | Kind::HttpRoute
+        | Kind::GrpcRoute
+        | Kind::TlsRoute
+        | Kind::TcpRoute
+        | Kind::ReferenceGrant => Err(format!("{kind} objects are not read from the cluster yet")),
     };
     match converted {
         Ok(object) => Item::Object(object),

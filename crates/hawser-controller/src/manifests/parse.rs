@@ -10,9 +10,17 @@ use std::cell::Cell;
 use std::fmt;
 use std::path::Path;
 
+use gateway_api::experimental::tcproutes::TcpRoute as K8sTcpRoute;
+use gateway_api::gatewayclasses::GatewayClass as K8sGatewayClass;
+use gateway_api::gateways::Gateway as K8sGateway;
+use gateway_api::grpcroutes::GrpcRoute as K8sGrpcRoute;
+use gateway_api::httproutes::HttpRoute as K8sHttpRoute;
+use gateway_api::referencegrants::ReferenceGrant as K8sReferenceGrant;
+use gateway_api::tlsroutes::TlsRoute as K8sTlsRoute;
 use hawser_model::{
-    ConvertError, EndpointSlice, Ingress, IngressClass, Kind, Object, ObjectKey, ObjectRef, Secret,
-    Service,
+    ConvertError, EndpointSlice, Gateway, GatewayClass, GrpcRoute, HttpRoute, Ingress,
+    IngressClass, Kind, Namespace, Object, ObjectKey, ObjectRef, ReferenceGrant, Secret, Service,
+    TcpRoute, TlsRoute,
 };
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
@@ -99,7 +107,7 @@ impl Head {
     fn object_ref(&self, kind: Kind) -> Option<ObjectRef> {
         let meta = self.metadata.as_ref()?;
         let name = meta.name.as_deref().filter(|n| !n.is_empty())?;
-        let key = if kind == Kind::IngressClass {
+        let key = if kind.is_cluster_scoped() {
             ObjectKey::cluster(name)
         } else {
             let namespace = meta.namespace.as_deref().filter(|n| !n.is_empty());
@@ -329,6 +337,27 @@ impl<'de> DeserializeSeed<'de> for ObjectSeed {
                     .map(Object::EndpointSlice)
             }
             Kind::Secret => Secret::from_k8s(&core::Secret::deserialize(de)?).map(Object::Secret),
+            Kind::Namespace => {
+                Namespace::from_k8s(&core::Namespace::deserialize(de)?).map(Object::Namespace)
+            }
+            Kind::GatewayClass => {
+                GatewayClass::from_k8s(&K8sGatewayClass::deserialize(de)?).map(Object::GatewayClass)
+            }
+            Kind::Gateway => Gateway::from_k8s(&K8sGateway::deserialize(de)?).map(Object::Gateway),
+            Kind::HttpRoute => {
+                HttpRoute::from_k8s(&K8sHttpRoute::deserialize(de)?).map(Object::HttpRoute)
+            }
+            Kind::GrpcRoute => {
+                GrpcRoute::from_k8s(&K8sGrpcRoute::deserialize(de)?).map(Object::GrpcRoute)
+            }
+            Kind::TlsRoute => {
+                TlsRoute::from_k8s(&K8sTlsRoute::deserialize(de)?).map(Object::TlsRoute)
+            }
+            Kind::TcpRoute => {
+                TcpRoute::from_k8s(&K8sTcpRoute::deserialize(de)?).map(Object::TcpRoute)
+            }
+            Kind::ReferenceGrant => ReferenceGrant::from_k8s(&K8sReferenceGrant::deserialize(de)?)
+                .map(Object::ReferenceGrant),
         })
     }
 }

@@ -507,3 +507,103 @@ fn problems_display_what_is_known() {
     assert_eq!(problem.to_string(), "bad.yaml: IngressClass hawser: broken");
     assert_eq!(ProblemKind::Duplicate.to_string(), "duplicate");
 }
+
+#[test]
+fn gateway_api_kinds_and_namespaces_load() {
+    let file = "\
+apiVersion: v1
+kind: Namespace
+metadata: {name: app, labels: {team: a}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: hawser}
+spec: {controllerName: hawser.dev/gateway-controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: hawser
+  listeners:
+  - {name: http, port: 80, protocol: HTTP}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: app}
+spec:
+  parentRefs: [{name: gw, namespace: infra}]
+  rules:
+  - backendRefs: [{name: web, port: 80}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: grpc, namespace: app}
+spec:
+  rules:
+  - backendRefs: [{name: grpc, port: 9000}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {name: tls, namespace: app}
+spec:
+  hostnames: [tls.example.com]
+  rules:
+  - backendRefs: [{name: tls, port: 443}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TCPRoute
+metadata: {name: db, namespace: app}
+spec:
+  rules:
+  - backendRefs: [{name: db, port: 5432}]
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {name: from-infra, namespace: app}
+spec:
+  from: [{group: gateway.networking.k8s.io, kind: Gateway, namespace: infra}]
+  to: [{group: \"\", kind: Secret}]
+";
+    let (dir, set) = load(&[("gateway.yaml", file)]);
+    assert_eq!(problems(&dir, &set), Vec::<String>::new());
+    let store = &set.store;
+    assert_eq!(store.len(), 8);
+    assert!(store.namespace("app").is_some());
+    assert!(store.gateway_class("hawser").is_some());
+    assert!(store.gateway(&key("infra", "gw")).is_some());
+    assert_eq!(store.http_routes().count(), 1);
+    assert_eq!(store.grpc_routes().count(), 1);
+    assert_eq!(store.tls_routes().count(), 1);
+    assert_eq!(store.tcp_routes().count(), 1);
+    assert_eq!(store.reference_grants_in("app").count(), 1);
+}
+
+#[test]
+fn a_bad_gateway_api_object_is_reported_by_name() {
+    let file = "\
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: app}
+spec:
+  rules:
+  - timeouts: {request: soon}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: hawser}
+spec: {}
+";
+    let (_dir, set) = load(&[("bad.yaml", file)]);
+    let objects: Vec<_> = set.problems.iter().map(|p| p.object.clone()).collect();
+    assert_eq!(
+        objects,
+        [
+            Some(ObjectRef::new(Kind::HttpRoute, key("app", "web"))),
+            Some(ObjectRef::new(
+                Kind::GatewayClass,
+                ObjectKey::cluster("hawser")
+            )),
+        ]
+    );
+}

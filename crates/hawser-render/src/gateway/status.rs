@@ -1,0 +1,105 @@
+//! The Gateway API status hawser computes: conditions for every owned
+//! GatewayClass and Gateway (with per-listener conditions, attached route
+//! counts and supported kinds) and for every route's parentRefs that name an
+//! owned Gateway. A status writer copies these into the objects' `status`.
+//!
+//! `Programmed` states what this render programs; a writer that knows the
+//! fleet has not applied it yet may report `Pending` instead.
+
+use hawser_model::{ObjectKey, ObjectRef, ParentRef, RouteGroupKind};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct GatewayStatus {
+    pub classes: Vec<ClassStatus>,
+    pub gateways: Vec<GatewayObjectStatus>,
+    /// Routes with at least one parentRef naming an owned Gateway.
+    pub routes: Vec<RouteStatus>,
+}
+
+/// A metav1.Condition, without the transition time (set by the writer).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub condition_type: &'static str,
+    pub status: ConditionStatus,
+    pub reason: &'static str,
+    pub message: String,
+    pub observed_generation: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum ConditionStatus {
+    True,
+    False,
+}
+
+impl Condition {
+    pub(crate) fn new(
+        condition_type: &'static str,
+        ok: bool,
+        reason: &'static str,
+        message: impl Into<String>,
+        observed_generation: Option<i64>,
+    ) -> Self {
+        Condition {
+            condition_type,
+            status: if ok {
+                ConditionStatus::True
+            } else {
+                ConditionStatus::False
+            },
+            reason,
+            message: message.into(),
+            observed_generation,
+        }
+    }
+
+    pub fn is_true(&self) -> bool {
+        self.status == ConditionStatus::True
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClassStatus {
+    pub name: String,
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GatewayObjectStatus {
+    pub gateway: ObjectKey,
+    pub conditions: Vec<Condition>,
+    pub listeners: Vec<ListenerStatus>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenerStatus {
+    pub name: String,
+    pub attached_routes: u32,
+    pub supported_kinds: Vec<RouteGroupKind>,
+    pub conditions: Vec<Condition>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RouteStatus {
+    pub route: ObjectRef,
+    pub parents: Vec<RouteParentStatus>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RouteParentStatus {
+    pub parent_ref: ParentRef,
+    pub controller_name: String,
+    pub conditions: Vec<Condition>,
+}
+
+/// Finds a condition by type (tests and status writers).
+pub fn condition<'a>(conditions: &'a [Condition], condition_type: &str) -> Option<&'a Condition> {
+    conditions
+        .iter()
+        .find(|c| c.condition_type == condition_type)
+}
