@@ -155,10 +155,12 @@ pub async fn run_kube(
     let mut pending: Option<Pending> = None;
     tokio::pin!(stop);
     loop {
+        // A (re)listed cluster renders as soon as every watch has listed:
+        // the list is the burst, and agents are waiting for it.
         let deadline = pending
             .as_ref()
             .filter(|_| watching.ready() && current.renderer.is_some())
-            .map(Pending::deadline);
+            .map(|p| if watching.rendered { p.deadline() } else { p.first });
         tokio::select! {
             () = &mut stop => break,
             changed = config.changed(), if config_open => {
@@ -211,6 +213,7 @@ pub async fn run_kube(
             () = sleep_until(deadline) => {
                 let Some(renderer) = &current.renderer else { continue };
                 pending = None;
+                watching.rendered = true;
                 let started = Instant::now();
                 let (mut store, problems) = watching.cluster.snapshot();
                 watching.extra.fill(&mut store);
@@ -230,6 +233,8 @@ struct Watching {
     cluster: Cluster,
     extra_messages: mpsc::UnboundedReceiver<(usize, ExtraChange)>,
     extra: ExtraObjects,
+    /// Rendered since these watches listed: later changes are debounced.
+    rendered: bool,
 }
 
 impl Watching {
@@ -251,6 +256,7 @@ impl Watching {
             cluster: Cluster::new(scopes, options.kept_secrets.clone()),
             extra_messages,
             extra,
+            rendered: false,
         }
     }
 
