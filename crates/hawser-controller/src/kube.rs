@@ -4,7 +4,9 @@
 //! ```text
 //!  watcher per kind (× namespace) ──events──► trim + from_k8s ──► Message ─┐
 //!   Ingress, IngressClass, Service,          (in the watch task;          │
-//!   EndpointSlice, Secret (type=tls)          malformed → a problem)      ▼
+//!   EndpointSlice, Secret (type=tls),         malformed → a problem;      │
+//!   Namespace, Gateway API kinds              optional kind not served    │
+//!                                             → listed as empty)          ▼
 //!                                                             Cluster (trimmed views,
 //!  Secret GET when an Ingress starts to refer ◄── fetch ───── secret data only when referred to)
 //!  to a Secret whose data was dropped                                     │ changed
@@ -21,6 +23,10 @@
 //! and the `kubectl.kubernetes.io/last-applied-configuration` annotation
 //! are dropped before conversion.
 //!
+//! The render snapshots feed the status writers, leader only: Ingress
+//! addresses ([`publish_status`]), rejection events ([`report_rejections`])
+//! and Gateway API conditions ([`publish_gateway_status`]).
+//!
 //! Agent discovery ([`discover_agents`]) is the other use of the API:
 //! Ready pods become the fleet's agents.
 
@@ -31,6 +37,7 @@ mod default_certificate;
 mod discovery;
 mod events;
 mod extra;
+mod gateway_api_status;
 mod leader;
 mod status;
 mod watch;
@@ -58,6 +65,7 @@ pub use config_watch::{Applied, follow_config};
 pub use default_certificate::shared_default_certificate;
 pub use discovery::{AgentDiscovery, discover_agents};
 pub use events::report_rejections;
+pub use gateway_api_status::{GATEWAY_STATUS_RETRY, publish_gateway_status};
 pub use leader::{LeaseOptions, lead};
 pub use status::{SERVICE_POLL, publish_status};
 

@@ -218,6 +218,25 @@ impl FakeApi {
         lock(&self.shared).failing_watches += count;
     }
 
+    /// Requests for this resource (`gateway.networking.k8s.io/v1`,
+    /// `gateways`) answer `404 Not Found` from now on, as when its CRD is
+    /// not installed.
+    pub fn unserve(&self, group_version: &str, plural: &str) {
+        lock(&self.shared).unserved.insert(Collection {
+            group_version: group_version.to_string(),
+            plural: plural.to_string(),
+        });
+    }
+
+    /// Requests for this resource are answered again, as when its CRD is
+    /// installed.
+    pub fn serve(&self, group_version: &str, plural: &str) {
+        lock(&self.shared).unserved.remove(&Collection {
+            group_version: group_version.to_string(),
+            plural: plural.to_string(),
+        });
+    }
+
     /// Every open watch stream breaks with a read error, as when the
     /// connection to the API server drops.
     pub fn break_watches(&self) {

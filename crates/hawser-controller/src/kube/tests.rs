@@ -234,7 +234,8 @@ async fn initial_list_then_watch_events_render_new_generations() {
     let status = source.status.borrow().clone();
     assert_eq!(status.generation, Some(4));
     let cluster = status.cluster.unwrap();
-    assert_eq!(cluster.watches.len(), 5);
+    // Five kinds for Ingresses, Namespaces and seven Gateway API kinds.
+    assert_eq!(cluster.watches.len(), 13);
     assert!(cluster.watches.values().all(|w| w.synced && w.lists == 1));
     source.stop().await;
 }
@@ -486,10 +487,18 @@ async fn namespaces_and_label_selectors_limit_what_is_watched() {
         watches.keys().collect::<Vec<_>>(),
         [
             "EndpointSlice app",
+            "GRPCRoute app",
+            "Gateway app",
+            "GatewayClass",
+            "HTTPRoute app",
             "Ingress app",
             "IngressClass",
+            "Namespace",
+            "ReferenceGrant app",
             "Secret app",
-            "Service app"
+            "Service app",
+            "TCPRoute app",
+            "TLSRoute app"
         ]
     );
     assert!(
@@ -1023,3 +1032,5 @@ async fn without_a_valid_configuration_nothing_renders_until_one_arrives() {
     assert_eq!(hosts(&store), ["a=a.example.com", "b=b.example.com"]);
     source.stop().await;
 }
+
+mod gateway_api;
