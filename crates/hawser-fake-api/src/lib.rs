@@ -196,6 +196,28 @@ impl FakeApi {
             .map(from_value)
     }
 
+    /// The stored object of a kind the fake knows by its [`ApiResource`]
+    /// (a custom resource), as JSON; `namespace` is `""` for a
+    /// cluster-scoped one.
+    ///
+    /// [`ApiResource`]: kube::api::ApiResource
+    pub fn get_dynamic(
+        &self,
+        resource: &kube::api::ApiResource,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Value> {
+        let id = ObjectId {
+            collection: Collection {
+                group_version: resource.api_version.clone(),
+                plural: resource.plural.clone(),
+            },
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        };
+        lock(&self.shared).get(&id).ok()
+    }
+
     /// Deletes an object as a client would (finalizers are honoured);
     /// whether it existed.
     pub fn delete<K>(&self, namespace: &str, name: &str) -> bool
