@@ -4,13 +4,16 @@
 //! they differ from what the object says.
 //!
 //! ```text
-//!  newest snapshot (store) ──gateway_routing──► GatewayStatus ─┐
+//!  newest rendered store ──gateway_routing──► GatewayStatus ───┐
 //!  the object's status (read once, then what was written) ─────┼─► stanza differs? ─► patch status
 //!  leadership ─────────────────────────────────────────────────┘   (other controllers' route
 //!                                                                    parents kept)
 //! ```
 //!
-//! The sources keep no status, so the echo of a write renders nothing.
+//! It follows every rendered store, not only delivered snapshots: a change
+//! that leaves the configuration as it was (a route that does not attach
+//! for another reason) still changes the status. The sources keep no
+//! status, so the echo of a write renders nothing.
 //! A route that stops naming an owned Gateway loses hawser's entries.
 
 use std::collections::BTreeMap;
@@ -26,17 +29,17 @@ use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
 use super::watch::gateway_api_resource;
-use crate::fleet::Snapshot;
 use crate::gateway_status::{class_stanza, gateway_stanza, route_parents};
 
 /// How often what failed to be written is tried again.
 pub const GATEWAY_STATUS_RETRY: Duration = Duration::from_secs(10);
 
 /// Keeps the status of hawser's Gateway API objects equal to what the
-/// newest snapshot gives while `leading` is `Some`, until `stop` resolves.
+/// newest rendered store gives while `leading` is `Some`, until `stop`
+/// resolves.
 pub async fn publish_gateway_status(
     client: Client,
-    mut snapshots: watch::Receiver<Option<Arc<Snapshot>>>,
+    mut stores: watch::Receiver<Option<Arc<Store>>>,
     mut leading: watch::Receiver<Option<u64>>,
     stop: impl Future<Output = ()>,
 ) {
@@ -46,19 +49,19 @@ pub async fn publish_gateway_status(
         known: BTreeMap::new(),
     };
     loop {
-        let snapshot = snapshots.borrow_and_update().clone();
+        let store = stores.borrow_and_update().clone();
         if leading.borrow_and_update().is_some()
-            && let Some(snapshot) = snapshot
+            && let Some(store) = store
         {
-            let routing = gateway_routing(&snapshot.store, GATEWAY_CONTROLLER);
-            writer.sync(&snapshot.store, &routing.status).await;
+            let routing = gateway_routing(&store, GATEWAY_CONTROLLER);
+            writer.sync(&store, &routing.status).await;
         } else {
             // A new leader reads again: another one may have written meanwhile.
             writer.known.clear();
         }
         tokio::select! {
             () = &mut stop => return,
-            changed = snapshots.changed() => if changed.is_err() { return },
+            changed = stores.changed() => if changed.is_err() { return },
             changed = leading.changed() => if changed.is_err() { return },
             () = tokio::time::sleep(GATEWAY_STATUS_RETRY) => {}
         }

@@ -92,8 +92,12 @@ fn apply_backend(fake: &FakeApi) {
 
 type Delivery = (Generation, Arc<Store>, Arc<RenderConfig>);
 
+/// Where the source delivers, and every store it renders.
 #[derive(Debug, Clone)]
-struct Deliveries(mpsc::UnboundedSender<Delivery>);
+struct Deliveries(
+    mpsc::UnboundedSender<Delivery>,
+    Arc<watch::Sender<Option<Arc<Store>>>>,
+);
 
 impl Deliver for Deliveries {
     fn deliver(
@@ -106,6 +110,10 @@ impl Deliver for Deliveries {
             .0
             .send((generation, Arc::clone(store), Arc::clone(&rendered.config)));
     }
+
+    fn rendered(&self, store: &Arc<Store>) {
+        self.1.send_replace(Some(Arc::clone(store)));
+    }
 }
 
 /// A running cluster source and what it delivers.
@@ -115,6 +123,8 @@ struct Source {
     config: Arc<RenderConfig>,
     /// Changes the source's configuration, as a HawserConfig change does.
     configure: watch::Sender<SourceConfig>,
+    /// Every store rendered, delivered or not.
+    stores: watch::Receiver<Option<Arc<Store>>>,
     status: watch::Receiver<ControllerStatus>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
@@ -134,13 +144,14 @@ impl Source {
 
     fn start_with(client: ::kube::Client, config: SourceConfig) -> Source {
         let (tx, deliveries) = mpsc::unbounded_channel();
+        let (stores_tx, stores) = watch::channel(None);
         let (status_tx, status) = watch::channel(ControllerStatus::default());
         let (stop, stopped) = oneshot::channel::<()>();
         let (configure, config) = watch::channel(config);
         let task = tokio::spawn(run_kube(
             client,
             config,
-            Deliveries(tx),
+            Deliveries(tx, Arc::new(stores_tx)),
             1,
             status_tx,
             async move {
@@ -151,6 +162,7 @@ impl Source {
             deliveries,
             config: Arc::default(),
             configure,
+            stores,
             status,
             stop: Some(stop),
             task,

@@ -68,9 +68,20 @@ fn apply_route(fake: &FakeApi, section: &str) {
     );
 }
 
-/// Changes Ingress `a`: a render that delivers whatever else changed (a
-/// Gateway API change alone does not change this branch's configuration
-/// files, and an unchanged render is not delivered).
+/// Waits until the source renders a store that satisfies `check`
+/// (delivered or not: a render equal to the last is not delivered).
+async fn rendered_where(source: &Source, check: impl Fn(&Store) -> bool) {
+    let mut stores = source.stores.clone();
+    tokio::time::timeout(
+        PATIENCE,
+        stores.wait_for(|s| s.as_deref().is_some_and(&check)),
+    )
+    .await
+    .expect("no such store was rendered in time")
+    .expect("the source stopped");
+}
+
+/// Changes Ingress `a`, so that a render is delivered.
 fn nudge(fake: &FakeApi, n: u32) {
     fake.apply(&ingress("a", &format!("n{n}.example.com"), None));
 }
@@ -131,16 +142,6 @@ async fn route_accepted_becomes(client: &::kube::Client, accepted: &str) -> Valu
     }
 }
 
-fn snapshot(generation: u64, store: &Arc<Store>) -> Option<Arc<crate::fleet::Snapshot>> {
-    Some(Arc::new(crate::fleet::Snapshot {
-        generation,
-        store: Arc::clone(store),
-        config: Arc::default(),
-        served: Arc::default(),
-        rejected: Arc::default(),
-    }))
-}
-
 #[tokio::test]
 async fn gateway_api_objects_and_namespaces_reach_the_store() {
     let (fake, client) = FakeApi::start();
@@ -165,10 +166,7 @@ async fn gateway_api_objects_and_namespaces_reach_the_store() {
     );
     // A changed route is in the next render.
     apply_route(&fake, "other");
-    nudge(&fake, 1);
-    source
-        .delivery_where(|s| route_section(s).as_deref() == Some("other"))
-        .await;
+    rendered_where(&source, |s| route_section(s).as_deref() == Some("other")).await;
     source.stop().await;
 }
 
@@ -195,16 +193,11 @@ async fn a_gateway_api_kind_not_served_blocks_no_render() {
     // Installed later: listed for real once the watch tries again.
     fake.serve(V1, "gateways");
     apply_gateway(&fake);
-    // The watch tries again with kube's backoff: render until it has.
-    for n in 1.. {
-        nudge(&fake, n);
-        let (_, store) = source.next_delivery().await;
-        if store.gateway(&ObjectKey::new("app", "edge")).is_some() {
-            break;
-        }
-        assert!(n < 60, "the Gateway never reached the store");
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    // The watch tries again with kube's backoff, then lists for real.
+    rendered_where(&source, |s| {
+        s.gateway(&ObjectKey::new("app", "edge")).is_some()
+    })
+    .await;
     source.stop().await;
 }
 
@@ -216,14 +209,13 @@ async fn gateway_status_is_written_once_per_real_change_by_the_leader_only() {
     apply_gateway(&fake);
     apply_route(&fake, "http");
     let mut source = Source::start(client.clone(), KubeSourceOptions::default());
-    let (_, store) = source.next_delivery().await;
+    source.next_delivery().await;
 
-    let (snapshots_tx, snapshots) = watch::channel(snapshot(1, &store));
     let (leading_tx, leading) = watch::channel(Some(1));
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(publish_gateway_status(
         client.clone(),
-        snapshots,
+        source.stores.clone(),
         leading,
         async move {
             let _ = stopped.await;
@@ -245,26 +237,23 @@ async fn gateway_status_is_written_once_per_real_change_by_the_leader_only() {
     assert_eq!(class["conditions"][0]["status"], "True", "{class:#}");
     assert_eq!(gateway_status_writes(&fake), 3);
 
-    // The writes' echoes render nothing, and the same status is not written again.
+    // The writes' echoes render nothing; a render of the same store writes nothing.
     let renders = source.status.borrow().renders;
-    snapshots_tx.send_replace(snapshot(2, &store));
-    snapshots_tx.send_replace(snapshot(3, &store));
+    nudge(&fake, 1);
+    source.next_delivery().await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(gateway_status_writes(&fake), 3, "{:?}", fake.requests());
     assert_eq!(
         source.status.borrow().renders,
-        renders,
+        renders + 1,
         "a status write rendered"
     );
 
-    // Not leading: a change is left for the leader.
+    // Not leading: a change is left for the leader. The change leaves the
+    // configuration as it was (nothing is delivered), yet it is followed.
     leading_tx.send_replace(None);
     apply_route(&fake, "nosuch");
-    nudge(&fake, 1);
-    let (_, changed) = source
-        .delivery_where(|s| route_section(s).as_deref() == Some("nosuch"))
-        .await;
-    snapshots_tx.send_replace(snapshot(4, &changed));
+    rendered_where(&source, |s| route_section(s).as_deref() == Some("nosuch")).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(gateway_status_writes(&fake), 3);
 
@@ -273,10 +262,17 @@ async fn gateway_status_is_written_once_per_real_change_by_the_leader_only() {
     leading_tx.send_replace(Some(2));
     let status = route_accepted_becomes(&client, "False").await;
     assert_eq!(status["parents"][0]["controllerName"], "example.com/mesh");
-    snapshots_tx.send_replace(snapshot(5, &changed));
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while status_of(&client, Kind::Gateway, "app", "edge").await["listeners"][0]["attachedRoutes"]
+        != 0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "attachedRoutes never 0"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let gateway = status_of(&client, Kind::Gateway, "app", "edge").await;
-    assert_eq!(gateway["listeners"][0]["attachedRoutes"], 0, "{gateway:#}");
     assert_eq!(gateway_status_writes(&fake), 5, "{:?}", fake.requests());
     let _ = stop.send(());
     task.await.unwrap();

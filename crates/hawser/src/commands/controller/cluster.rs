@@ -213,7 +213,7 @@ impl Cluster {
         ));
         tokio::spawn(publish_gateway_status(
             self.client.clone(),
-            snapshots.clone(),
+            fleet.sink().subscribe_stores(),
             leading.clone(),
             stopped(started.stop.clone()),
         ));
