@@ -80,10 +80,20 @@ fn an_unattached_route_says_why_with_the_specs_reason() {
         foreign.contains("no listener allows HTTPRoutes from namespace \"other\""),
         "{foreign}"
     );
+    assert!(
+        foreign
+            .contains("listener http allows routes from namespaces: Same (only namespace \"app\")"),
+        "the listener's side is shown:\n{foreign}"
+    );
     let wrong = block(&run.stdout, "HTTPRoute app/wrong-host");
     assert!(
         wrong.contains("NOT attached (NoMatchingListenerHostname)"),
         "{wrong}"
+    );
+    assert!(
+        wrong.contains("- route hostnames: www.example.org")
+            && wrong.contains("- listener http hostname: *.example.com"),
+        "both hostnames are shown:\n{wrong}"
     );
 }
 

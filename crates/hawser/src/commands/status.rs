@@ -6,6 +6,7 @@
 //!                                        └──────render (Ingress) ──► diagnostics ─┼─► text | json
 //! ```
 
+mod hint;
 mod json;
 mod text;
 
@@ -45,13 +46,15 @@ pub struct IngressOutcome {
 }
 
 /// Everything a status report shows.
-pub struct Report {
+pub struct Report<'a> {
+    /// What the report is about (hints look at the objects themselves).
+    pub store: &'a Store,
     pub controller: String,
     pub routing: GatewayRouting,
     pub ingresses: Vec<IngressOutcome>,
 }
 
-impl Report {
+impl Report<'_> {
     /// Gateway API objects the status does not cover (not ours, or naming
     /// no Gateway of ours), with what the routing said about them.
     pub fn unhandled(&self) -> Vec<&Diagnostic> {
@@ -74,6 +77,7 @@ pub fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let store = &inputs.manifests.store;
     let rendered = inputs.renderer.render(store)?;
     let report = Report {
+        store,
         controller: GATEWAY_CONTROLLER.to_string(),
         routing: gateway_routing(store, GATEWAY_CONTROLLER),
         ingresses: ingress_outcomes(store, &rendered.diagnostics),

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::Report;
 
-pub fn report(report: &Report) -> Value {
+pub fn report(report: &Report<'_>) -> Value {
     let status = &report.routing.status;
     let mut items = Vec::new();
     for class in &status.classes {

@@ -1,15 +1,16 @@
 //! The status report as a person reads it: one block per GatewayClass,
 //! Gateway (and its listeners) and route (and each of its parents), every
-//! condition with its reason, and the message when there is one; then the
-//! objects hawser leaves alone and the Ingresses.
+//! condition with its reason, and the message when there is one (for a
+//! route that does not attach, both sides of the check that failed); then
+//! the objects hawser leaves alone and the Ingresses.
 
 use std::fmt::Write as _;
 
 use hawser_render::{Condition, ConditionStatus, condition};
 
-use super::{IngressState, Report};
+use super::{IngressState, Report, hint};
 
-pub fn report(report: &Report) -> String {
+pub fn report(report: &Report<'_>) -> String {
     let mut out = String::new();
     let status = &report.routing.status;
     let _ = writeln!(out, "Gateway API (controller {})", report.controller);
@@ -67,13 +68,20 @@ pub fn report(report: &Report) -> String {
             if let Some(port) = reference.port {
                 let _ = write!(name, " port {port}");
             }
-            let verdict = match condition(&parent.conditions, "Accepted") {
+            let accepted = condition(&parent.conditions, "Accepted");
+            let verdict = match accepted {
                 Some(accepted) if accepted.is_true() => "attached".to_string(),
                 Some(accepted) => format!("NOT attached ({})", accepted.reason),
                 None => "unknown".to_string(),
             };
             let _ = writeln!(out, "  parent {name}: {verdict}");
             conditions(&mut out, "    ", &parent.conditions);
+            if let Some(refused) = accepted.filter(|a| !a.is_true()) {
+                let why = hint::unattached(report.store, &route.route, reference, refused.reason);
+                for line in why {
+                    let _ = writeln!(out, "    - {line}");
+                }
+            }
         }
     }
     let unhandled = report.unhandled();
