@@ -31,7 +31,7 @@ use tracing::{debug, info, warn};
 use super::watch::gateway_api_resource;
 use crate::gateway_status::{class_stanza, gateway_stanza, route_parents};
 
-/// How often what failed to be written is tried again.
+/// How long after a failed read or write the status is tried again.
 pub const GATEWAY_STATUS_RETRY: Duration = Duration::from_secs(10);
 
 /// Keeps the status of hawser's Gateway API objects equal to what the
@@ -47,6 +47,7 @@ pub async fn publish_gateway_status(
     let mut writer = StatusWriter {
         client,
         known: BTreeMap::new(),
+        failed: false,
     };
     loop {
         let store = stores.borrow_and_update().clone();
@@ -54,16 +55,18 @@ pub async fn publish_gateway_status(
             && let Some(store) = store
         {
             let routing = gateway_routing(&store, GATEWAY_CONTROLLER);
+            writer.failed = false;
             writer.sync(&store, &routing.status).await;
         } else {
             // A new leader reads again: another one may have written meanwhile.
             writer.known.clear();
+            writer.failed = false;
         }
         tokio::select! {
             () = &mut stop => return,
             changed = stores.changed() => if changed.is_err() { return },
             changed = leading.changed() => if changed.is_err() { return },
-            () = tokio::time::sleep(GATEWAY_STATUS_RETRY) => {}
+            () = tokio::time::sleep(GATEWAY_STATUS_RETRY), if writer.failed => {}
         }
     }
 }
@@ -72,6 +75,8 @@ struct StatusWriter {
     client: Client,
     /// What each object's status is known to say (read once, then written).
     known: BTreeMap<ObjectRef, Value>,
+    /// A read or write failed: try again after [`GATEWAY_STATUS_RETRY`].
+    failed: bool,
 }
 
 impl StatusWriter {
@@ -144,6 +149,7 @@ impl StatusWriter {
                 Ok(None) => return,
                 Err(e) => {
                     warn!(object = %object, "cannot read the status: {e}");
+                    self.failed = true;
                     return;
                 }
             }
@@ -173,6 +179,7 @@ impl StatusWriter {
             Err(e) => {
                 debug!(object = %object, "status write failed: {e}");
                 self.known.remove(object);
+                self.failed = true;
             }
         }
     }
