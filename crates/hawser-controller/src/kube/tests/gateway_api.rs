@@ -278,3 +278,48 @@ async fn gateway_status_is_written_once_per_real_change_by_the_leader_only() {
     task.await.unwrap();
     source.stop().await;
 }
+
+#[test]
+fn every_gateway_api_kind_converts_from_its_untyped_object() {
+    let parent = json!([{"name": "edge"}]);
+    let backends = json!([{"backendRefs": [{"name": "web", "port": 80}]}]);
+    let objects = [
+        (
+            Kind::GrpcRoute,
+            json!({"parentRefs": parent, "rules": backends}),
+        ),
+        (
+            Kind::TlsRoute,
+            json!({"parentRefs": parent, "hostnames": ["a.example.com"], "rules": backends}),
+        ),
+        (
+            Kind::TcpRoute,
+            json!({"parentRefs": parent, "rules": backends}),
+        ),
+        (
+            Kind::ReferenceGrant,
+            json!({
+                "from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "app"}],
+                "to": [{"group": "", "kind": "Service"}],
+            }),
+        ),
+    ];
+    for (kind, spec) in objects {
+        let resource = resource(kind);
+        let object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": resource.api_version, "kind": kind.as_str(),
+            "metadata": {"name": "x", "namespace": "app"},
+            "spec": spec,
+        }))
+        .unwrap();
+        match crate::kube::watch::convert(kind, object) {
+            crate::kube::watch::Item::Object(object) => {
+                assert_eq!(object.object_ref().kind, kind);
+                assert_eq!(object.object_ref().key, ObjectKey::new("app", "x"));
+            }
+            crate::kube::watch::Item::Malformed { reason, .. } => {
+                panic!("{kind} does not convert: {reason}")
+            }
+        }
+    }
+}
