@@ -23,9 +23,10 @@
 //! and the `kubectl.kubernetes.io/last-applied-configuration` annotation
 //! are dropped before conversion.
 //!
-//! The render snapshots feed the status writers, leader only: Ingress
-//! addresses ([`publish_status`]), rejection events ([`report_rejections`])
-//! and Gateway API conditions ([`publish_gateway_status`]).
+//! The renders feed the status writers, leader only: Ingress addresses
+//! ([`publish_status`]) and rejection events ([`report_rejections`]) follow
+//! delivered snapshots, Gateway API conditions ([`publish_gateway_status`])
+//! every rendered store.
 //!
 //! Agent discovery ([`discover_agents`]) is the other use of the API:
 //! Ready pods become the fleet's agents.
@@ -85,8 +86,9 @@ pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-co
 /// What to watch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KubeSourceOptions {
-    /// Namespaces to watch; empty means all. IngressClasses, which are
-    /// cluster-scoped, are always watched cluster-wide.
+    /// Namespaces to watch; empty means all. Cluster-scoped kinds
+    /// (IngressClass, GatewayClass, Namespace) are always watched
+    /// cluster-wide.
     pub namespaces: Vec<String>,
     /// An extra label selector per kind (`hawser.dev/expose=true`), as the
     /// API server reads them (`a=b,c in (d,e),!f`).
