@@ -29,7 +29,7 @@ from manifests import (
     CHART, NAMESPACE, ROOT, R, argv, deep_merge, find, group_of, objects_of, pod_spec, render,
 )
 from promises import (
-    check_certificates, check_config_objects, check_controller, check_everywhere, check_haproxy, check_options,
+    check_certificates, check_config_objects, check_controller, check_gateway_class, check_everywhere, check_haproxy, check_options,
     check_webhook,
 )
 
@@ -48,6 +48,8 @@ SKIPPED_GROUPS = {
     "cert-manager.io": "cert-manager CRD, not bundled",
     # the Prometheus Operator's CRD: shape checked by check_options
     "monitoring.coreos.com": "Prometheus Operator CRD, not bundled",
+    # the Gateway API's GatewayClass: shape checked by check_gateway_class
+    "gateway.networking.k8s.io": "Gateway API CRD, not bundled",
 }
 
 # name -> (values, what the case is about)
@@ -71,6 +73,7 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
             "hawserConfig": {"settings": {"timeouts": {"server": "2m"}},
                              "templates": {"snippets": {"global-tuning": "tune.bufsize 32768\n"}}},
             "ingressClass": {"default": True},
+            "gatewayClass": {"create": True, "name": "edge"},
             "image": {"tag": "9.9.9"},
         },
         "webhook with your own certificate, ServiceMonitors, NodePort, one controller",
@@ -198,6 +201,8 @@ CONTRACT_DEFAULTS = {
     "ingressClass.name": "hawser",
     "ingressClass.controller": "hawser.dev/ingress-controller",
     "ingressClass.default": False,
+    "gatewayClass.create": False,
+    "gatewayClass.controllerName": "hawser.dev/gateway-controller",
     "webhook.port": 9443,
     "webhook.failurePolicy": "Ignore",
     "webhook.timeoutSeconds": 5,
@@ -323,6 +328,7 @@ def main() -> int:
         check_webhook(objs, values, webhook)
         check_config_objects(objs, values)
         check_options(objs, values)
+        check_gateway_class(objs, values)
         kinds = sorted({o["kind"] for o in objs})
         R.summary(f"{about}: {len(objs)} objects, {R.case_checks} checks; {', '.join(kinds)}")
 

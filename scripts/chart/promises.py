@@ -232,6 +232,11 @@ def check_controller(objs: list[dict], values: dict, webhook: bool) -> None:
     needed.add(("hawser.dev", "hawserconfigs/status", "patch"))  # the Valid condition
     needed |= {("networking.k8s.io", "ingresses/status", v) for v in ("update", "patch")}
     needed |= {(g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")}
+    gateway_kinds = ("gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "tcproutes")
+    needed |= {("gateway.networking.k8s.io", r, v) for r in gateway_kinds + ("referencegrants",)
+               for v in ("get", "list", "watch")}
+    needed |= {("gateway.networking.k8s.io", f"{r}/status", "patch") for r in gateway_kinds}
+    needed |= {("", "namespaces", v) for v in ("get", "list", "watch")}  # allowedRoutes selectors
     R.check(granted == needed, "the controller's ClusterRole grants exactly what it needs",
             f"missing {sorted(needed - granted)}, extra {sorted(granted - needed)}")
     lease = one(objs, "Role", "hawser-controller")
@@ -357,6 +362,17 @@ def check_config_objects(objs: list[dict], values: dict) -> None:
     default = ic.get("metadata", {}).get("annotations", {}).get("ingressclass.kubernetes.io/is-default-class")
     R.check(default == str(values["ingressClass"]["default"]).lower(),
             f"the IngressClass is{'' if values['ingressClass']['default'] else ' not'} the default class")
+
+
+def check_gateway_class(objs: list[dict], values: dict) -> None:
+    classes = find(objs, "GatewayClass")
+    want = values["gatewayClass"]
+    R.check(bool(classes) == want["create"],
+            f"a GatewayClass {'exists' if want['create'] else 'is absent'} as gatewayClass.create says")
+    if classes:
+        R.check(classes[0]["metadata"]["name"] == want["name"]
+                and classes[0].get("spec", {}).get("controllerName") == want["controllerName"],
+                "the GatewayClass names hawser's Gateway controller", str(classes[0]))
 
 
 def check_options(objs: list[dict], values: dict) -> None:

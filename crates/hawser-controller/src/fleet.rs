@@ -158,6 +158,7 @@ impl FleetStatus {
 #[derive(Debug)]
 pub struct Fleet {
     snapshots: Arc<watch::Sender<Option<Arc<Snapshot>>>>,
+    stores: Arc<watch::Sender<Option<Arc<Store>>>>,
     status: watch::Receiver<FleetStatus>,
     members: Arc<Members>,
     followers: Mutex<Vec<JoinHandle<()>>>,
@@ -195,6 +196,7 @@ impl Fleet {
         members.set(&agents);
         Ok(Fleet {
             snapshots: Arc::new(snapshots),
+            stores: Arc::new(watch::channel(None).0),
             status,
             members,
             followers: Mutex::new(vec![epoch]),
@@ -208,7 +210,7 @@ impl Fleet {
 
     /// Where the render cycle delivers.
     pub fn sink(&self) -> FleetSink {
-        FleetSink(Arc::clone(&self.snapshots))
+        FleetSink(Arc::clone(&self.snapshots), Arc::clone(&self.stores))
     }
 
     /// Makes `agents` the fleet: links to new agents start at once (and
@@ -271,9 +273,13 @@ async fn follow_epoch(
     }
 }
 
-/// Delivers each render cycle's store to every link.
+/// Delivers each render cycle's store to every link; every rendered store,
+/// delivered or not, to the Gateway API status writer.
 #[derive(Debug, Clone)]
-pub struct FleetSink(Arc<watch::Sender<Option<Arc<Snapshot>>>>);
+pub struct FleetSink(
+    Arc<watch::Sender<Option<Arc<Snapshot>>>>,
+    Arc<watch::Sender<Option<Arc<Store>>>>,
+);
 
 impl Deliver for FleetSink {
     fn deliver(&self, generation: u64, store: &Arc<Store>, rendered: &hawser_render::Rendered) {
@@ -291,6 +297,10 @@ impl Deliver for FleetSink {
                     .collect(),
             ),
         })));
+    }
+
+    fn rendered(&self, store: &Arc<Store>) {
+        self.1.send_replace(Some(Arc::clone(store)));
     }
 }
 
@@ -314,5 +324,11 @@ impl FleetSink {
     /// Every snapshot delivered (the webhook and the status writer follow it).
     pub fn subscribe(&self) -> watch::Receiver<Option<Arc<Snapshot>>> {
         self.0.subscribe()
+    }
+
+    /// The newest store rendered without error, whether its render was
+    /// delivered or equal to the last (the Gateway API status follows it).
+    pub fn subscribe_stores(&self) -> watch::Receiver<Option<Arc<Store>>> {
+        self.1.subscribe()
     }
 }

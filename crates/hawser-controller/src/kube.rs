@@ -4,7 +4,9 @@
 //! ```text
 //!  watcher per kind (× namespace) ──events──► trim + from_k8s ──► Message ─┐
 //!   Ingress, IngressClass, Service,          (in the watch task;          │
-//!   EndpointSlice, Secret (type=tls)          malformed → a problem)      ▼
+//!   EndpointSlice, Secret (type=tls),         malformed → a problem;      │
+//!   Namespace, Gateway API kinds              optional kind not served    │
+//!                                             → listed as empty)          ▼
 //!                                                             Cluster (trimmed views,
 //!  Secret GET when an Ingress starts to refer ◄── fetch ───── secret data only when referred to)
 //!  to a Secret whose data was dropped                                     │ changed
@@ -21,6 +23,11 @@
 //! and the `kubectl.kubernetes.io/last-applied-configuration` annotation
 //! are dropped before conversion.
 //!
+//! The renders feed the status writers, leader only: Ingress addresses
+//! ([`publish_status`]) and rejection events ([`report_rejections`]) follow
+//! delivered snapshots, Gateway API conditions ([`publish_gateway_status`])
+//! every rendered store.
+//!
 //! Agent discovery ([`discover_agents`]) is the other use of the API:
 //! Ready pods become the fleet's agents.
 
@@ -31,6 +38,7 @@ mod default_certificate;
 mod discovery;
 mod events;
 mod extra;
+mod gateway_api_status;
 mod leader;
 mod status;
 mod watch;
@@ -58,6 +66,7 @@ pub use config_watch::{Applied, follow_config};
 pub use default_certificate::shared_default_certificate;
 pub use discovery::{AgentDiscovery, discover_agents};
 pub use events::report_rejections;
+pub use gateway_api_status::{GATEWAY_STATUS_RETRY, publish_gateway_status};
 pub use leader::{LeaseOptions, lead};
 pub use status::{SERVICE_POLL, publish_status};
 
@@ -77,8 +86,9 @@ pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-co
 /// What to watch.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KubeSourceOptions {
-    /// Namespaces to watch; empty means all. IngressClasses, which are
-    /// cluster-scoped, are always watched cluster-wide.
+    /// Namespaces to watch; empty means all. Cluster-scoped kinds
+    /// (IngressClass, GatewayClass, Namespace) are always watched
+    /// cluster-wide.
     pub namespaces: Vec<String>,
     /// An extra label selector per kind (`hawser.dev/expose=true`), as the
     /// API server reads them (`a=b,c in (d,e),!f`).

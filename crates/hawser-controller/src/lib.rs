@@ -18,6 +18,7 @@ pub mod admin;
 pub mod config_file;
 pub mod fleet;
 pub mod gate;
+pub mod gateway_status;
 pub mod kube;
 pub mod local;
 pub mod manifests;

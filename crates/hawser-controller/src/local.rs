@@ -35,6 +35,11 @@ pub const DEBOUNCE: Duration = Duration::from_millis(200);
 pub trait Deliver {
     /// `rendered` is the render of `store` under the controller's own settings.
     fn deliver(&self, generation: Generation, store: &Arc<Store>, rendered: &Rendered);
+
+    /// Every store rendered without error, delivered or not (a render
+    /// equal to the last is not delivered, but what it was made from may
+    /// still change the status written about it).
+    fn rendered(&self, _store: &Arc<Store>) {}
 }
 
 /// `hawser run`: straight to the in-process agent.
@@ -239,13 +244,15 @@ impl RenderCycle {
             .last
             .as_ref()
             .is_some_and(|last| last.files == rendered.files && last.plan == rendered.plan);
+        let store = Arc::new(store);
+        sink.rendered(&store);
         let generation = if unchanged {
             None
         } else {
             let generation = self.next_generation;
             self.next_generation += 1;
             info!(generation, "rendered: {} objects", store.len());
-            sink.deliver(generation, &Arc::new(store), &rendered);
+            sink.deliver(generation, &store, &rendered);
             self.last = Some(rendered);
             Some(generation)
         };

@@ -196,6 +196,28 @@ impl FakeApi {
             .map(from_value)
     }
 
+    /// The stored object of a kind the fake knows by its [`ApiResource`]
+    /// (a custom resource), as JSON; `namespace` is `""` for a
+    /// cluster-scoped one.
+    ///
+    /// [`ApiResource`]: kube::api::ApiResource
+    pub fn get_dynamic(
+        &self,
+        resource: &kube::api::ApiResource,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Value> {
+        let id = ObjectId {
+            collection: Collection {
+                group_version: resource.api_version.clone(),
+                plural: resource.plural.clone(),
+            },
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        };
+        lock(&self.shared).get(&id).ok()
+    }
+
     /// Deletes an object as a client would (finalizers are honoured);
     /// whether it existed.
     pub fn delete<K>(&self, namespace: &str, name: &str) -> bool
@@ -216,6 +238,25 @@ impl FakeApi {
     /// The next `count` watch requests answer `500`.
     pub fn fail_next_watches(&self, count: u32) {
         lock(&self.shared).failing_watches += count;
+    }
+
+    /// Requests for this resource (`gateway.networking.k8s.io/v1`,
+    /// `gateways`) answer `404 Not Found` from now on, as when its CRD is
+    /// not installed.
+    pub fn unserve(&self, group_version: &str, plural: &str) {
+        lock(&self.shared).unserved.insert(Collection {
+            group_version: group_version.to_string(),
+            plural: plural.to_string(),
+        });
+    }
+
+    /// Requests for this resource are answered again, as when its CRD is
+    /// installed.
+    pub fn serve(&self, group_version: &str, plural: &str) {
+        lock(&self.shared).unserved.remove(&Collection {
+            group_version: group_version.to_string(),
+            plural: plural.to_string(),
+        });
     }
 
     /// Every open watch stream breaks with a read error, as when the

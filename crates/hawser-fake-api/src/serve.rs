@@ -99,6 +99,13 @@ fn handle(
     })?;
     let query = Query::parse(uri.query());
     let collection = route.collection();
+    if lock(shared).unserved.contains(&collection) {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            "the server could not find the requested resource",
+        ));
+    }
     let namespace = route.namespace.as_deref();
     let Some(name) = route.name.clone() else {
         return match *method {

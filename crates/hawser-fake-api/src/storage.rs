@@ -115,6 +115,8 @@ pub(crate) struct Storage {
     next_watch: u64,
     /// How many of the next watch requests fail with 500.
     pub failing_watches: u32,
+    /// Resources answered with 404, as when their CRD is not installed.
+    pub unserved: BTreeSet<Collection>,
     pub requests: Vec<(Method, String)>,
 }
 
@@ -131,6 +133,7 @@ impl Default for Storage {
             watches: Vec::new(),
             next_watch: 0,
             failing_watches: 0,
+            unserved: BTreeSet::new(),
             requests: Vec::new(),
         }
     }

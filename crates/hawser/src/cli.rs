@@ -44,6 +44,16 @@ pub enum Command {
     /// HAProxy refuses the configuration (its message and the object at fault
     /// are printed).
     Validate(InputArgs),
+    /// Print the Gateway API status the manifests give: per GatewayClass,
+    /// Gateway (each listener's attached routes and conditions) and route
+    /// (each parent's Accepted and ResolvedRefs, with the reason and what to
+    /// change), and which Ingresses are served, ignored or rejected.
+    ///
+    /// `--output json` prints the status stanzas the controller writes in a
+    /// cluster. Exits 0 whatever the status says, 64 for an invalid config
+    /// or an unreadable --manifests; malformed manifests are reported with
+    /// their file and line.
+    Status(StatusArgs),
     /// Prove the config's validation tests (its `tests:` list) against the
     /// real HAProxy.
     ///
@@ -171,6 +181,21 @@ pub struct InputArgs {
     /// validation tests).
     #[arg(long, env = "HAWSER_CONFIG")]
     pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// `text` for people, `json` for the Kubernetes status stanzas.
+    #[arg(long, value_enum, default_value_t = StatusOutput::Text)]
+    pub output: StatusOutput,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatusOutput {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Args)]

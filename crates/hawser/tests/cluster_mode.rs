@@ -1,8 +1,8 @@
 //! `hawser controller --kubernetes` as a whole process: it reads the
 //! cluster from an API server (the fake one, over HTTP through a
 //! kubeconfig), discovers the agent from its pod, leads, pushes over mutual
-//! TLS to a real agent and HAProxy, writes Ingress status, and follows
-//! HawserConfig changes while it runs (fixture `cluster_mode/`).
+//! TLS to a real agent and HAProxy, writes Ingress and Gateway API status,
+//! and follows HawserConfig changes while it runs (fixture `cluster_mode/`).
 
 #![allow(
     clippy::unwrap_used,
@@ -287,4 +287,83 @@ async fn a_controller_started_on_a_spec_that_does_not_render_waits_for_a_valid_o
         })
         .await;
     cluster.expect_valid("True", "Rendered").await;
+}
+
+fn gateway_api(kind: &str, plural: &str) -> ApiResource {
+    let gvk = kube::api::GroupVersionKind::gvk("gateway.networking.k8s.io", "v1", kind);
+    ApiResource::from_gvk_with_plural(&gvk, plural)
+}
+
+/// The Gateway API side: with TCPRoute's CRD missing the Ingress is still
+/// served, and the leader writes the status of the class, the Gateway and
+/// the route (keeping another controller's entry).
+#[tokio::test]
+async fn the_leader_writes_gateway_api_status_and_a_missing_crd_blocks_nothing() {
+    let cluster = start_cluster(|fake, _| {
+        fake.unserve("gateway.networking.k8s.io/v1alpha2", "tcproutes");
+        let v1 = "gateway.networking.k8s.io/v1";
+        fake.apply_dynamic(
+            &gateway_api("GatewayClass", "gatewayclasses"),
+            json!({
+                "apiVersion": v1, "kind": "GatewayClass", "metadata": {"name": "hawser"},
+                "spec": {"controllerName": "hawser.dev/gateway-controller"},
+            }),
+        );
+        fake.apply_dynamic(
+            &gateway_api("Gateway", "gateways"),
+            json!({
+                "apiVersion": v1, "kind": "Gateway",
+                "metadata": {"name": "edge", "namespace": "app"},
+                "spec": {"gatewayClassName": "hawser", "listeners": [
+                    {"name": "http", "port": 80, "protocol": "HTTP"},
+                ]},
+            }),
+        );
+        fake.apply_dynamic(
+            &gateway_api("HTTPRoute", "httproutes"),
+            json!({
+                "apiVersion": v1, "kind": "HTTPRoute",
+                "metadata": {"name": "web", "namespace": "app"},
+                "spec": {
+                    "parentRefs": [{"name": "edge"}],
+                    "rules": [{"backendRefs": [{"name": "nosuch", "port": 80}]}],
+                },
+                "status": {"parents": [{
+                    "parentRef": {"name": "mesh"},
+                    "controllerName": "example.com/mesh",
+                    "conditions": [],
+                }]},
+            }),
+        );
+    })
+    .await;
+    cluster.agent.expect_status_eventually(HOST, "/", 200).await;
+
+    let routes = gateway_api("HTTPRoute", "httproutes");
+    let deadline = Instant::now() + TIMEOUT;
+    let parents = loop {
+        let route = cluster.fake.get_dynamic(&routes, "app", "web").unwrap();
+        let parents = route["status"]["parents"].clone();
+        if parents.as_array().is_some_and(|p| p.len() == 2) {
+            break parents;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the route's status was never written: {parents}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(parents[0]["controllerName"], "example.com/mesh");
+    let ours = &parents[1];
+    assert_eq!(ours["controllerName"], "hawser.dev/gateway-controller");
+    let resolved = ours["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "ResolvedRefs")
+        .unwrap();
+    assert_eq!(
+        (resolved["status"].as_str(), resolved["reason"].as_str()),
+        (Some("False"), Some("BackendNotFound"))
+    );
 }

@@ -2,10 +2,10 @@
 //! relists in progress, which Secrets' data to keep.
 //!
 //! Secret data is the one large thing a cluster holds that hawser may need:
-//! it is kept only for Secrets an Ingress refers to (and the kept ones the
-//! options name). A Secret arriving while nobody refers to it is stored
-//! without its data; when an Ingress starts to refer to it, the source reads
-//! it once ([`Effect::fetch`]).
+//! it is kept only for Secrets an Ingress or a Gateway listener refers to
+//! (and the kept ones the options name). A Secret arriving while nobody
+//! refers to it is stored without its data; when an Ingress or a Gateway
+//! starts to refer to it, the source reads it once ([`Effect::fetch`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -135,7 +135,7 @@ impl Cluster {
                 if ingresses {
                     self.update_references(effect);
                 }
-                if scope.kind == Kind::Ingress && self.ingresses_synced() {
+                if refers_to_secrets(scope.kind) && self.ingresses_synced() {
                     self.drop_unreferenced_data();
                 }
                 effect.watch_status = true;
@@ -156,6 +156,17 @@ impl Cluster {
                 watch.errors += 1;
                 watch.last_error = Some(error);
                 effect.watch_status = true;
+            }
+            // Listed as empty the first time, so renders need not wait for a
+            // kind that may never be served; objects already held stay.
+            Change::Unavailable(error) => {
+                let watch = self.watch(&scope);
+                let first = !watch.synced;
+                watch.synced = true;
+                watch.errors += 1;
+                watch.last_error = Some(error);
+                effect.watch_status = true;
+                effect.changed |= first;
             }
         }
     }
@@ -184,7 +195,7 @@ impl Cluster {
                         self.dropped.insert(secret.key.clone());
                     }
                 }
-                let is_ingress = object_ref.kind == Kind::Ingress;
+                let is_ingress = refers_to_secrets(object_ref.kind);
                 // An update that changes nothing hawser keeps (a status
                 // write, hawser's own included) renders nothing.
                 if was_malformed || self.objects.get(&object_ref) != Some(&object) {
@@ -211,13 +222,14 @@ impl Cluster {
             self.dropped.remove(&object.key);
             self.fetch_failures.remove(&object.key);
         }
-        removed && object.kind == Kind::Ingress
+        removed && refers_to_secrets(object.kind)
     }
 
+    /// Every watch of the kinds that refer to Secrets has listed.
     fn ingresses_synced(&self) -> bool {
         self.watches
             .iter()
-            .filter(|(scope, _)| scope.kind == Kind::Ingress)
+            .filter(|(scope, _)| refers_to_secrets(scope.kind))
             .all(|(_, watch)| watch.synced)
     }
 
@@ -250,6 +262,27 @@ impl Cluster {
                     tls.secret_name
                         .as_ref()
                         .map(|name| ObjectKey::new(&ingress.key.namespace, name))
+                }));
+            }
+        }
+        // Gateways' listener certificates, wherever they are (a grant is
+        // checked when the Gateway is programmed, not here).
+        let first_gateway = ObjectRef::new(Kind::Gateway, ObjectKey::new("", ""));
+        let gateways = self
+            .objects
+            .range(first_gateway..)
+            .take_while(|(object, _)| object.kind == Kind::Gateway);
+        for (_, object) in gateways {
+            if let Object::Gateway(gateway) = object {
+                let refs = gateway
+                    .listeners
+                    .iter()
+                    .filter_map(|l| l.tls.as_ref())
+                    .flat_map(|tls| &tls.certificate_refs)
+                    .filter(|r| r.group.is_empty() && r.kind == "Secret");
+                referenced.extend(refs.map(|r| {
+                    let namespace = r.namespace.as_deref().unwrap_or(&gateway.key.namespace);
+                    ObjectKey::new(namespace, &r.name)
                 }));
             }
         }
@@ -307,6 +340,11 @@ impl Cluster {
                 .count(),
         }
     }
+}
+
+/// Kinds whose objects name Secrets whose data is kept.
+fn refers_to_secrets(kind: Kind) -> bool {
+    matches!(kind, Kind::Ingress | Kind::Gateway)
 }
 
 fn item_ref(item: &Item) -> ObjectRef {

@@ -92,8 +92,12 @@ fn apply_backend(fake: &FakeApi) {
 
 type Delivery = (Generation, Arc<Store>, Arc<RenderConfig>);
 
+/// Where the source delivers, and every store it renders.
 #[derive(Debug, Clone)]
-struct Deliveries(mpsc::UnboundedSender<Delivery>);
+struct Deliveries(
+    mpsc::UnboundedSender<Delivery>,
+    Arc<watch::Sender<Option<Arc<Store>>>>,
+);
 
 impl Deliver for Deliveries {
     fn deliver(
@@ -106,6 +110,10 @@ impl Deliver for Deliveries {
             .0
             .send((generation, Arc::clone(store), Arc::clone(&rendered.config)));
     }
+
+    fn rendered(&self, store: &Arc<Store>) {
+        self.1.send_replace(Some(Arc::clone(store)));
+    }
 }
 
 /// A running cluster source and what it delivers.
@@ -115,6 +123,8 @@ struct Source {
     config: Arc<RenderConfig>,
     /// Changes the source's configuration, as a HawserConfig change does.
     configure: watch::Sender<SourceConfig>,
+    /// Every store rendered, delivered or not.
+    stores: watch::Receiver<Option<Arc<Store>>>,
     status: watch::Receiver<ControllerStatus>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
@@ -134,13 +144,14 @@ impl Source {
 
     fn start_with(client: ::kube::Client, config: SourceConfig) -> Source {
         let (tx, deliveries) = mpsc::unbounded_channel();
+        let (stores_tx, stores) = watch::channel(None);
         let (status_tx, status) = watch::channel(ControllerStatus::default());
         let (stop, stopped) = oneshot::channel::<()>();
         let (configure, config) = watch::channel(config);
         let task = tokio::spawn(run_kube(
             client,
             config,
-            Deliveries(tx),
+            Deliveries(tx, Arc::new(stores_tx)),
             1,
             status_tx,
             async move {
@@ -151,6 +162,7 @@ impl Source {
             deliveries,
             config: Arc::default(),
             configure,
+            stores,
             status,
             stop: Some(stop),
             task,
@@ -234,7 +246,8 @@ async fn initial_list_then_watch_events_render_new_generations() {
     let status = source.status.borrow().clone();
     assert_eq!(status.generation, Some(4));
     let cluster = status.cluster.unwrap();
-    assert_eq!(cluster.watches.len(), 5);
+    // Five kinds for Ingresses, Namespaces and seven Gateway API kinds.
+    assert_eq!(cluster.watches.len(), 13);
     assert!(cluster.watches.values().all(|w| w.synced && w.lists == 1));
     source.stop().await;
 }
@@ -486,10 +499,18 @@ async fn namespaces_and_label_selectors_limit_what_is_watched() {
         watches.keys().collect::<Vec<_>>(),
         [
             "EndpointSlice app",
+            "GRPCRoute app",
+            "Gateway app",
+            "GatewayClass",
+            "HTTPRoute app",
             "Ingress app",
             "IngressClass",
+            "Namespace",
+            "ReferenceGrant app",
             "Secret app",
-            "Service app"
+            "Service app",
+            "TCPRoute app",
+            "TLSRoute app"
         ]
     );
     assert!(
@@ -1023,3 +1044,5 @@ async fn without_a_valid_configuration_nothing_renders_until_one_arrives() {
     assert_eq!(hosts(&store), ["a=a.example.com", "b=b.example.com"]);
     source.stop().await;
 }
+
+mod gateway_api;

@@ -4,15 +4,24 @@
 //! The watchers read [`DynamicObject`]s and convert one object at a time, so
 //! an object the typed structs cannot read is one problem, not a list that
 //! fails for ever and stalls its whole kind.
+//!
+//! The Gateway API kinds (and Namespaces, which listeners' `allowedRoutes`
+//! select) are optional: when the API server does not serve one (its CRD is
+//! not installed) or may not be read, the watch reports
+//! [`Change::Unavailable`], counts as listed-empty so that Ingresses keep
+//! rendering, and keeps retrying, listing for real once the kind is served.
 
 use std::time::Duration;
 
-use ::kube::api::{ApiResource, DynamicObject};
+use ::kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use ::kube::runtime::WatchStreamExt as _;
 use ::kube::runtime::watcher::{self, Event, watcher};
 use ::kube::{Api, Client, Resource};
+use gateway_api::experimental::tcproutes as tcp;
+use gateway_api::{gatewayclasses, gateways, grpcroutes, httproutes, referencegrants, tlsroutes};
 use hawser_model::{
-    EndpointSlice, Ingress, IngressClass, Kind, Object, ObjectKey, ObjectRef, Secret, Service,
+    EndpointSlice, Gateway, GatewayClass, GrpcRoute, HttpRoute, Ingress, IngressClass, Kind,
+    Namespace, Object, ObjectKey, ObjectRef, ReferenceGrant, Secret, Service, TcpRoute, TlsRoute,
 };
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
@@ -52,6 +61,9 @@ pub enum Change {
     Applied(Item),
     Deleted(ObjectRef),
     Failed(String),
+    /// An optional kind cannot be listed (not served, or forbidden): it
+    /// holds no objects until it can.
+    Unavailable(String),
 }
 
 /// One object as the source keeps it, or why it cannot.
@@ -83,9 +95,13 @@ pub fn spawn_all(
             ApiResource::erase::<discovery::EndpointSlice>(&()),
         ),
         (Kind::Secret, ApiResource::erase::<core::Secret>(&())),
+        (Kind::Namespace, ApiResource::erase::<core::Namespace>(&())),
     ];
+    let gateway_kinds = GATEWAY_API_KINDS
+        .into_iter()
+        .filter_map(|kind| Some((kind, gateway_api_resource(kind)?)));
     let mut scopes = Vec::new();
-    for (kind, resource) in kinds {
+    for (kind, resource) in kinds.into_iter().chain(gateway_kinds) {
         let mut config = watcher::Config::default();
         if let Some(labels) = options.label_selectors.get(&kind) {
             config = config.labels(labels);
@@ -94,7 +110,7 @@ pub fn spawn_all(
             config = config.fields(TLS_SECRET_FIELD_SELECTOR);
         }
         let namespaces: Vec<Option<String>> =
-            if kind == Kind::IngressClass || options.namespaces.is_empty() {
+            if kind.is_cluster_scoped() || options.namespaces.is_empty() {
                 vec![None]
             } else {
                 options.namespaces.iter().cloned().map(Some).collect()
@@ -110,6 +126,61 @@ pub fn spawn_all(
         }
     }
     scopes
+}
+
+/// The Gateway API kinds watched, each at the version [`Kind::api_version`] names.
+pub const GATEWAY_API_KINDS: [Kind; 7] = [
+    Kind::GatewayClass,
+    Kind::Gateway,
+    Kind::HttpRoute,
+    Kind::GrpcRoute,
+    Kind::TlsRoute,
+    Kind::TcpRoute,
+    Kind::ReferenceGrant,
+];
+
+/// The API resource of a Gateway API kind (`None` for the other kinds).
+pub fn gateway_api_resource(kind: Kind) -> Option<ApiResource> {
+    let plural = match kind {
+        Kind::GatewayClass => "gatewayclasses",
+        Kind::Gateway => "gateways",
+        Kind::HttpRoute => "httproutes",
+        Kind::GrpcRoute => "grpcroutes",
+        Kind::TlsRoute => "tlsroutes",
+        Kind::TcpRoute => "tcproutes",
+        Kind::ReferenceGrant => "referencegrants",
+        _ => return None,
+    };
+    let (group, version) = kind.api_version().split_once('/')?;
+    let gvk = GroupVersionKind::gvk(group, version, kind.as_str());
+    Some(ApiResource::from_gvk_with_plural(&gvk, plural))
+}
+
+/// Kinds hawser serves without: Ingresses render when they cannot be read.
+fn is_optional(kind: Kind) -> bool {
+    kind == Kind::Namespace || GATEWAY_API_KINDS.contains(&kind)
+}
+
+/// Why an optional kind cannot be listed, if that is what `error` says: the
+/// API server does not serve it (404) or refuses this controller (403).
+fn unavailable(kind: Kind, error: &watcher::Error) -> Option<String> {
+    let (watcher::Error::InitialListFailed(::kube::Error::Api(status))
+    | watcher::Error::WatchStartFailed(::kube::Error::Api(status))) = error
+    else {
+        return None;
+    };
+    match status.code {
+        404 => Some(format!(
+            "the API server does not serve {} {} (is its CRD installed?); watched as empty until it does",
+            kind.api_version(),
+            kind
+        )),
+        403 => Some(format!(
+            "not allowed to list {kind} objects (the controller's ClusterRole needs get, list and watch on them); watched as empty until it is: {}",
+            status.message
+        )),
+        _ => None,
+    }
 }
 
 /// Follows one watch until the source stops (the receiver is dropped).
@@ -131,7 +202,11 @@ async fn follow(
                 scope.kind,
                 key_of(scope.kind, &object.metadata),
             )),
-            Err(error) => Change::Failed(error.to_string()),
+            Err(error) => match unavailable(scope.kind, &error).filter(|_| is_optional(scope.kind))
+            {
+                Some(why) => Change::Unavailable(why),
+                None => Change::Failed(error.to_string()),
+            },
         };
         if messages
             .send(Message::Watch(scope.clone(), change))
@@ -204,15 +279,30 @@ pub fn convert(kind: Kind, object: DynamicObject) -> Item {
         Kind::Secret => typed::<core::Secret>(data, metadata)
             .and_then(|o| Secret::from_k8s(&o).map_err(|e| e.to_string()))
             .map(Object::Secret),
-        // Not watched yet: the Gateway API watchers come with the status writer.
-        Kind::Namespace
-        | Kind::GatewayClass
-        | Kind::Gateway
-        | Kind::HttpRoute
-        | Kind::GrpcRoute
-        | Kind::TlsRoute
-        | Kind::TcpRoute
-        | Kind::ReferenceGrant => Err(format!("{kind} objects are not read from the cluster yet")),
+        Kind::Namespace => typed::<core::Namespace>(data, metadata)
+            .and_then(|o| Namespace::from_k8s(&o).map_err(|e| e.to_string()))
+            .map(Object::Namespace),
+        Kind::GatewayClass => typed::<gatewayclasses::GatewayClass>(data, metadata)
+            .and_then(|o| GatewayClass::from_k8s(&o).map_err(|e| e.to_string()))
+            .map(Object::GatewayClass),
+        Kind::Gateway => typed::<gateways::Gateway>(data, metadata)
+            .and_then(|o| Gateway::from_k8s(&o).map_err(|e| e.to_string()))
+            .map(Object::Gateway),
+        Kind::HttpRoute => typed::<httproutes::HttpRoute>(data, metadata)
+            .and_then(|o| HttpRoute::from_k8s(&o).map_err(|e| e.to_string()))
+            .map(Object::HttpRoute),
+        Kind::GrpcRoute => typed::<grpcroutes::GrpcRoute>(data, metadata)
+            .and_then(|o| GrpcRoute::from_k8s(&o).map_err(|e| e.to_string()))
+            .map(Object::GrpcRoute),
+        Kind::TlsRoute => typed::<tlsroutes::TlsRoute>(data, metadata)
+            .and_then(|o| TlsRoute::from_k8s(&o).map_err(|e| e.to_string()))
+            .map(Object::TlsRoute),
+        Kind::TcpRoute => typed::<tcp::TcpRoute>(data, metadata)
+            .and_then(|o| TcpRoute::from_k8s(&o).map_err(|e| e.to_string()))
+            .map(Object::TcpRoute),
+        Kind::ReferenceGrant => typed::<referencegrants::ReferenceGrant>(data, metadata)
+            .and_then(|o| ReferenceGrant::from_k8s(&o).map_err(|e| e.to_string()))
+            .map(Object::ReferenceGrant),
     };
     match converted {
         Ok(object) => Item::Object(object),
@@ -229,6 +319,13 @@ fn typed<K>(data: serde_json::Value, metadata: ObjectMeta) -> Result<K, String>
 where
     K: Resource + DeserializeOwned,
 {
+    let mut data = data;
+    // The Gateway API types require the field the metadata goes into.
+    if let Some(fields) = data.as_object_mut() {
+        fields
+            .entry("metadata")
+            .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+    }
     let mut object: K = serde_json::from_value(data).map_err(|e| format!("cannot read it: {e}"))?;
     *object.meta_mut() = metadata;
     Ok(object)

@@ -175,3 +175,79 @@ fn a_relist_replaces_only_its_own_namespace() {
     assert_eq!(cluster.status().objects, 1);
     assert_eq!(cluster.status().watches["Secret app"].lists, 2);
 }
+
+fn gateway(certificate: &str) -> Item {
+    use hawser_model::{AllowedRoutes, CertificateRef, Gateway, Listener, ListenerTls, TlsMode};
+    Item::Object(Object::Gateway(Gateway {
+        key: ObjectKey::new("app", "edge"),
+        generation: Some(1),
+        created: None,
+        class_name: "hawser".into(),
+        listeners: vec![Listener {
+            name: "https".into(),
+            port: 443,
+            protocol: "HTTPS".into(),
+            hostname: None,
+            tls: Some(ListenerTls {
+                mode: TlsMode::Terminate,
+                certificate_refs: vec![CertificateRef {
+                    group: String::new(),
+                    kind: "Secret".into(),
+                    name: certificate.into(),
+                    namespace: None,
+                }],
+            }),
+            allowed_routes: AllowedRoutes::default(),
+        }],
+    }))
+}
+
+#[test]
+fn a_gateway_listeners_certificate_keeps_its_data() {
+    let mut cluster = Cluster::new(
+        vec![
+            scope(Kind::Ingress),
+            scope(Kind::Gateway),
+            scope(Kind::Secret),
+        ],
+        BTreeSet::new(),
+    );
+    list(&mut cluster, Kind::Ingress, vec![]);
+    list(&mut cluster, Kind::Secret, vec![secret("a"), secret("b")]);
+    list(&mut cluster, Kind::Gateway, vec![gateway("a")]);
+    assert_eq!(with_data(&cluster), ["a"]);
+
+    // The listener names another Secret: its data is read, the old one's dropped.
+    let effect = cluster.apply(Message::Watch(
+        scope(Kind::Gateway),
+        Change::Applied(gateway("b")),
+    ));
+    assert_eq!(effect.fetch, [ObjectKey::new("app", "b")]);
+    assert!(with_data(&cluster).is_empty());
+    assert!(!cluster.ready(), "a render waits for the read");
+}
+
+#[test]
+fn a_kind_not_served_counts_as_listed_and_is_reported() {
+    let mut cluster = Cluster::new(
+        vec![scope(Kind::Ingress), scope(Kind::TcpRoute)],
+        BTreeSet::new(),
+    );
+    list(&mut cluster, Kind::Ingress, vec![]);
+    assert!(!cluster.ready());
+    let effect = cluster.apply(Message::Watch(
+        scope(Kind::TcpRoute),
+        Change::Unavailable("not served".into()),
+    ));
+    assert!(effect.changed && cluster.ready());
+    let again = cluster.apply(Message::Watch(
+        scope(Kind::TcpRoute),
+        Change::Unavailable("not served".into()),
+    ));
+    assert!(!again.changed, "only the first time renders");
+    let status = cluster.status();
+    assert_eq!(
+        status.watches["TCPRoute"].last_error.as_deref(),
+        Some("not served")
+    );
+}

@@ -9,8 +9,8 @@ use anyhow::Context as _;
 use hawser_controller::fleet::{Fleet, Snapshot};
 use hawser_controller::kube::{
     AgentDiscovery, Applied, KubeSourceOptions, LeaseOptions, Refusal, SourceConfig,
-    discover_agents, follow_config, lead, prove_tests, publish_status, report_config,
-    report_rejections, run_kube, shared_default_certificate,
+    discover_agents, follow_config, lead, prove_tests, publish_gateway_status, publish_status,
+    report_config, report_rejections, run_kube, shared_default_certificate,
 };
 use hawser_controller::local::ControllerStatus;
 use hawser_controller::webhook::{WebhookState, router, serve_tls};
@@ -208,6 +208,12 @@ impl Cluster {
             self.client.clone(),
             identity.clone(),
             snapshots.clone(),
+            leading.clone(),
+            stopped(started.stop.clone()),
+        ));
+        tokio::spawn(publish_gateway_status(
+            self.client.clone(),
+            fleet.sink().subscribe_stores(),
             leading.clone(),
             stopped(started.stop.clone()),
         ));
