@@ -1,0 +1,122 @@
+use hawser_model::{PathMatch, PathMatchKind, RequestRedirect};
+
+use super::*;
+
+fn condition_text(c: &Condition) -> String {
+    format!(
+        "{}{} {} {:?}",
+        if c.negate { "!" } else { "" },
+        c.fetch,
+        c.matcher,
+        c.value
+    )
+}
+
+#[test]
+fn a_prefix_matches_whole_segments_and_slash_matches_all() {
+    let prefix = |value: &str| {
+        conditions::path(&PathMatch {
+            kind: PathMatchKind::PathPrefix,
+            value: value.to_string(),
+        })
+    };
+    assert_eq!(prefix("/"), None);
+    let foo = prefix("/foo/").expect("a condition");
+    assert_eq!(
+        condition_text(&foo),
+        "var(txn.gw_slashed_path) -m beg Some(\"/foo/\")"
+    );
+    let regex = conditions::path(&PathMatch {
+        kind: PathMatchKind::RegularExpression,
+        value: "/v[0-9]+".to_string(),
+    })
+    .expect("a condition");
+    assert_eq!(regex.value.as_deref(), Some("^(/v[0-9]+)$"));
+}
+
+#[test]
+fn wildcard_hosts_match_any_number_of_labels() {
+    let wildcard = conditions::host(Some("*.example.com")).expect("a condition");
+    assert_eq!(wildcard.matcher, "-m end");
+    assert_eq!(wildcard.value.as_deref(), Some(".example.com"));
+    assert!(conditions::host(None).is_none());
+}
+
+#[test]
+fn log_format_literals_keep_percent_signs() {
+    assert_eq!(log_format_literal("/a%20b"), "/a%%20b");
+}
+
+fn listener(port: u16, protocol: ListenerProtocol) -> ListenerEntry {
+    ListenerEntry {
+        name: "l".to_string(),
+        port,
+        protocol,
+        hostname: None,
+        tls: None,
+        http_rules: Vec::new(),
+        grpc_rules: Vec::new(),
+        tls_routes: Vec::new(),
+        tcp_routes: Vec::new(),
+    }
+}
+
+fn location(r: RequestRedirect, listener: &ListenerEntry) -> String {
+    let mut rule = RuleView {
+        id: "r1".to_string(),
+        source: String::new(),
+        conditions: Vec::new(),
+        pick: None,
+        request: Vec::new(),
+        response: Vec::new(),
+        backends: Vec::new(),
+    };
+    let ctx = actions::FilterContext {
+        listener,
+        prefix: Some("/foo".to_string()),
+    };
+    let redirects = actions::add_filters(
+        &mut rule,
+        &[crate::gateway::FilterEntry::RequestRedirect(r)],
+        &[],
+        &ctx,
+    );
+    assert!(redirects);
+    match rule.request.last().map(|a| &a.step) {
+        Some(Step::Redirect { location, .. }) => location.clone(),
+        other => panic!("no redirect: {other:?}"),
+    }
+}
+
+#[test]
+fn redirect_ports_follow_the_scheme_and_the_listener() {
+    let redirect = |scheme: Option<&str>, port: Option<i32>| RequestRedirect {
+        scheme: scheme.map(str::to_string),
+        hostname: Some("example.org".to_string()),
+        path: None,
+        port,
+        status_code: 302,
+    };
+    let http80 = listener(80, ListenerProtocol::Http);
+    let http8080 = listener(8080, ListenerProtocol::Http);
+    assert_eq!(
+        location(redirect(None, None), &http80),
+        "http://example.org%[pathq]"
+    );
+    assert_eq!(
+        location(redirect(None, None), &http8080),
+        "http://example.org:8080%[pathq]"
+    );
+    assert_eq!(
+        location(redirect(Some("https"), None), &http8080),
+        "https://example.org%[pathq]"
+    );
+    assert_eq!(
+        location(redirect(Some("https"), Some(8443)), &http80),
+        "https://example.org:8443%[pathq]"
+    );
+    assert_eq!(
+        location(redirect(None, Some(80)), &http80),
+        "http://example.org%[pathq]"
+    );
+}
