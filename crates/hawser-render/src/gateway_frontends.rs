@@ -23,14 +23,16 @@
 mod actions;
 mod conditions;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+use hawser_model::{Kind, ObjectKey, ObjectRef};
 use serde::Serialize;
 
 pub(crate) use self::conditions::Condition;
 use crate::gateway::{
     BackendTarget, GatewayTable, HttpRuleEntry, ListenerEntry, ListenerProtocol, WeightedBackend,
 };
+use crate::report::Diagnostics;
 
 /// What the `gateway` library templates read (`gateway` in the context).
 #[derive(Debug, Clone, Default, Serialize)]
@@ -144,9 +146,11 @@ fn own_port(listener: &ListenerEntry) -> Option<u16> {
     }
 }
 
-/// The view of every HTTP and HTTPS listener's HTTPRoute rules.
-pub(crate) fn gateway_view(table: &GatewayTable) -> GatewayView {
+/// The view of every HTTP and HTTPS listener's HTTPRoute rules. GRPCRoute
+/// rules are not served yet: each such route gets a warning.
+pub(crate) fn gateway_view(table: &GatewayTable, diags: &mut Diagnostics) -> GatewayView {
     let mut view = GatewayView::default();
+    let mut grpc_routes: BTreeSet<ObjectKey> = BTreeSet::new();
     let mut own: BTreeMap<u16, FrontendView> = BTreeMap::new();
     let mut next_id = 0usize;
     for gateway in &table.gateways {
@@ -157,6 +161,7 @@ pub(crate) fn gateway_view(table: &GatewayTable) -> GatewayView {
             ) {
                 continue;
             }
+            grpc_routes.extend(listener.grpc_rules.iter().map(|r| r.route.clone()));
             let origin = format!("on Gateway {} listener {}", gateway.gateway, listener.name);
             let rules: Vec<RuleView> = listener
                 .http_rules
@@ -182,6 +187,12 @@ pub(crate) fn gateway_view(table: &GatewayTable) -> GatewayView {
         }
     }
     view.frontends = own.into_values().collect();
+    for route in grpc_routes {
+        diags.warn(
+            &ObjectRef::new(Kind::GrpcRoute, route),
+            "GRPCRoutes are not served yet: no rule of it is written",
+        );
+    }
     view
 }
 
