@@ -9,6 +9,9 @@
 //!                                             └─► RuleView: id, conditions, actions, backends
 //! ```
 //!
+//! GRPCRoute rules follow the listener's HTTPRoute rules (the two kinds never
+//! share a hostname on a listener); their backends speak HTTP/2 in clear text.
+//!
 //! A listener on port 80 (HTTP) or 443 (HTTPS) is served by `frontend
 //! ingress` on `settings.http_port` / `settings.https_port`, ahead of the
 //! Ingress maps; a listener on another port gets a frontend of its own on
@@ -22,17 +25,22 @@
 
 mod actions;
 mod conditions;
+mod grpc;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use hawser_model::{Kind, ObjectKey, ObjectRef};
+use hawser_model::{Kind, ObjectRef};
 use serde::Serialize;
 
 pub(crate) use self::conditions::Condition;
+use crate::backends::BackendKey;
 use crate::gateway::{
     BackendTarget, GatewayTable, HttpRuleEntry, ListenerEntry, ListenerProtocol, WeightedBackend,
 };
-use crate::report::Diagnostics;
+
+/// Ends the name of a Service port's backend that speaks HTTP/2 in clear
+/// text (h2c), for GRPCRoutes: a backend of its own, beside the HTTP/1.1 one.
+pub(crate) const H2_SUFFIX: &str = "_h2";
 
 /// What the `gateway` library templates read (`gateway` in the context).
 #[derive(Debug, Clone, Default, Serialize)]
@@ -41,6 +49,10 @@ pub(crate) struct GatewayView {
     pub ingress_rules: Vec<RuleView>,
     /// Listeners on other ports, one frontend per port, by port.
     pub frontends: Vec<FrontendView>,
+    /// Service ports GRPCRoutes send to, with the first route that asked:
+    /// each gets an h2c backend named with [`H2_SUFFIX`].
+    #[serde(skip)]
+    pub h2_backends: BTreeMap<BackendKey, ObjectRef>,
 }
 
 /// A frontend of its own for the listeners on one port.
@@ -146,11 +158,9 @@ fn own_port(listener: &ListenerEntry) -> Option<u16> {
     }
 }
 
-/// The view of every HTTP and HTTPS listener's HTTPRoute rules. GRPCRoute
-/// rules are not served yet: each such route gets a warning.
-pub(crate) fn gateway_view(table: &GatewayTable, diags: &mut Diagnostics) -> GatewayView {
+/// The view of every HTTP and HTTPS listener's HTTPRoute and GRPCRoute rules.
+pub(crate) fn gateway_view(table: &GatewayTable) -> GatewayView {
     let mut view = GatewayView::default();
-    let mut grpc_routes: BTreeSet<ObjectKey> = BTreeSet::new();
     let mut own: BTreeMap<u16, FrontendView> = BTreeMap::new();
     let mut next_id = 0usize;
     for gateway in &table.gateways {
@@ -161,16 +171,24 @@ pub(crate) fn gateway_view(table: &GatewayTable, diags: &mut Diagnostics) -> Gat
             ) {
                 continue;
             }
-            grpc_routes.extend(listener.grpc_rules.iter().map(|r| r.route.clone()));
             let origin = format!("on Gateway {} listener {}", gateway.gateway, listener.name);
-            let rules: Vec<RuleView> = listener
-                .http_rules
-                .iter()
-                .map(|entry| {
-                    next_id += 1;
-                    http_rule(format!("r{next_id}"), &origin, listener, entry)
-                })
-                .collect();
+            let mut rules: Vec<RuleView> = Vec::new();
+            for entry in &listener.http_rules {
+                next_id += 1;
+                rules.push(http_rule(format!("r{next_id}"), &origin, listener, entry));
+            }
+            for entry in &listener.grpc_rules {
+                next_id += 1;
+                let id = format!("r{next_id}");
+                rules.push(grpc::grpc_rule(id, &origin, listener, entry));
+                for backend in &entry.backends {
+                    if let BackendTarget::Service { key, .. } = &backend.target {
+                        view.h2_backends.entry(key.clone()).or_insert_with(|| {
+                            ObjectRef::new(Kind::GrpcRoute, entry.route.clone())
+                        });
+                    }
+                }
+            }
             match own_port(listener) {
                 None => view.ingress_rules.extend(rules),
                 Some(port) => {
@@ -187,12 +205,6 @@ pub(crate) fn gateway_view(table: &GatewayTable, diags: &mut Diagnostics) -> Gat
         }
     }
     view.frontends = own.into_values().collect();
-    for route in grpc_routes {
-        diags.warn(
-            &ObjectRef::new(Kind::GrpcRoute, route),
-            "GRPCRoutes are not served yet: no rule of it is written",
-        );
-    }
     view
 }
 
@@ -245,7 +257,7 @@ fn http_rule(
         });
     }
     if !redirects {
-        weighted(&mut rule, &entry.backends, &chosen, &ctx);
+        weighted(&mut rule, &entry.backends, &chosen, &ctx, "");
     }
     rule
 }
@@ -258,11 +270,13 @@ fn prefix_of(entry: &HttpRuleEntry) -> Option<String> {
 
 /// Weighted choice between the rule's backends: each backend with a weight
 /// gets a share of `rand(total)`; an unresolved share answers 500.
+/// `suffix` ends each backend's name ([`H2_SUFFIX`] for gRPC).
 fn weighted(
     rule: &mut RuleView,
     backends: &[WeightedBackend],
     chosen: &[Condition],
     ctx: &actions::FilterContext<'_>,
+    suffix: &str,
 ) {
     let live: Vec<&WeightedBackend> = backends.iter().filter(|b| b.weight > 0).collect();
     let total: u32 = live.iter().map(|b| b.weight).sum();
@@ -280,7 +294,7 @@ fn weighted(
         actions::add_filters(rule, &backend.filters, &when, ctx);
         match &backend.target {
             BackendTarget::Service { backend, .. } => rule.backends.push(BackendChoice {
-                backend: backend.clone(),
+                backend: format!("{backend}{suffix}"),
                 when,
             }),
             BackendTarget::Unresolved { .. } => rule.request.push(Action {

@@ -148,14 +148,16 @@ impl Renderer {
         let mut routes = ingress::route_table(store, &settings.ingress_controller, &mut diags);
         let (gateway_table, _) =
             gateway::gateway_table(store, &settings.gateway_controller, &mut diags);
-        let gateway_view = gateway_frontends::gateway_view(&gateway_table, &mut diags);
+        let gateway_view = gateway_frontends::gateway_view(&gateway_table);
         let mut referenced = routes.backends.clone();
         for (key, referrer) in &gateway_table.backends {
             referenced
                 .entry(key.clone())
                 .or_insert_with(|| referrer.clone());
         }
-        let backends = backends::backend_plans(store, &referenced, &mut diags);
+        let mut backends = backends::backend_plans(store, &referenced, &mut diags);
+        backends.extend(h2_backends(store, &gateway_view, &mut diags));
+        backends.sort_by(|a, b| a.name.cmp(&b.name));
         add_listener_certificates(&mut routes.tls, &gateway_table);
         let maps = route_maps(&routes);
         for map in &maps {
@@ -257,6 +259,20 @@ impl Renderer {
             }
         }
     }
+}
+
+/// The h2c twins of the Service-port backends GRPCRoutes send to: the same
+/// servers, spoken to over HTTP/2 in clear text.
+fn h2_backends(store: &Store, view: &GatewayView, diags: &mut Diagnostics) -> Vec<BackendPlan> {
+    let mut plans = backends::backend_plans(store, &view.h2_backends, diags);
+    for plan in &mut plans {
+        plan.name.push_str(gateway_frontends::H2_SUFFIX);
+        plan.source.push_str(" over HTTP/2 (h2c)");
+        for server in &mut plan.servers {
+            server.proto = Some("h2".to_string());
+        }
+    }
+    plans
 }
 
 /// HTTPS listeners' certificates join the Ingress ones in the crt-list:

@@ -27,7 +27,7 @@ pub(crate) struct Condition {
 }
 
 impl Condition {
-    fn new(fetch: impl Into<String>, matcher: &str, value: impl Into<String>) -> Self {
+    pub(crate) fn new(fetch: impl Into<String>, matcher: &str, value: impl Into<String>) -> Self {
         Condition {
             negate: false,
             fetch: fetch.into(),
