@@ -109,6 +109,42 @@ impl Gateway {
         );
     }
 
+    /// Asserts a gRPC call to `path` (`/<service>/<method>`), sent as h2c to
+    /// the HTTP port, reached Service `namespace/service` over HTTP/2.
+    pub async fn expect_grpc_backend(
+        &self,
+        authority: &str,
+        path: &str,
+        namespace: &str,
+        service: &str,
+    ) -> EchoReply {
+        let response = http::h2c_grpc(self.run.http, authority, path)
+            .await
+            .unwrap_or_else(|e| panic!("gRPC {path}: {e}\n{}", self.run.output()));
+        assert_eq!(response.status, 200, "gRPC {path}: {}", response.text());
+        let reply = response.echo();
+        assert_eq!(
+            (reply.namespace.as_str(), reply.service.as_str()),
+            (namespace, service),
+            "gRPC {path} reached {}/{}",
+            reply.namespace,
+            reply.service
+        );
+        assert_eq!(
+            reply.proto, "HTTP/2.0",
+            "gRPC {path}: the backend's protocol"
+        );
+        reply
+    }
+
+    /// Asserts a gRPC call to `path` is answered `status` by HAProxy.
+    pub async fn expect_grpc_status(&self, authority: &str, path: &str, status: u16) {
+        let response = http::h2c_grpc(self.run.http, authority, path)
+            .await
+            .unwrap_or_else(|e| panic!("gRPC {path}: {e}\n{}", self.run.output()));
+        assert_eq!(response.status, status, "gRPC {path}: {}", response.text());
+    }
+
     /// Sends `count` requests and returns how many each Service answered.
     pub async fn count_backends(&self, request: &Request, count: usize) -> BTreeMap<String, usize> {
         let mut seen = BTreeMap::new();

@@ -184,6 +184,53 @@ pub async fn h2_get(
     .await
 }
 
+/// A gRPC-shaped request (`POST`, `content-type: application/grpc`, an
+/// empty body) over HTTP/2 in clear text with prior knowledge (h2c).
+pub async fn h2c_grpc(addr: SocketAddr, authority: &str, path: &str) -> Result<Response, String> {
+    bounded(async {
+        let stream = TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("connect {addr}: {e}"))?;
+        let (mut sender, connection) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+                .await
+                .map_err(|e| format!("h2c handshake: {e}"))?;
+        tokio::spawn(connection);
+        let request = hyper::Request::post(format!("http://{authority}{path}"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| format!("request: {e}"))?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("h2c request: {e}"))?;
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(n, v)| {
+                let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
+                (n.as_str().to_string(), value)
+            })
+            .collect();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("h2c body: {e}"))?
+            .to_bytes()
+            .to_vec();
+        Ok(Response {
+            status,
+            headers,
+            body,
+            tls: None,
+        })
+    })
+    .await
+}
+
 async fn bounded<F>(exchange: F) -> Result<Response, String>
 where
     F: Future<Output = Result<Response, String>>,
