@@ -77,3 +77,40 @@ fn method(m: &GrpcMethodMatch) -> Condition {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path_of(kind: ValueMatchKind, service: Option<&str>, m: Option<&str>) -> (String, String) {
+        let condition = method(&GrpcMethodMatch {
+            kind,
+            service: service.map(str::to_string),
+            method: m.map(str::to_string),
+        });
+        (condition.matcher, condition.value.unwrap_or_default())
+    }
+
+    #[test]
+    fn methods_become_path_conditions() {
+        let exact = ValueMatchKind::Exact;
+        let regex = ValueMatchKind::RegularExpression;
+        let pair = |a: &str, b: &str| (a.to_string(), b.to_string());
+        assert_eq!(
+            path_of(exact, Some("pkg.Echo"), Some("Get")),
+            pair("-m str", "/pkg.Echo/Get")
+        );
+        assert_eq!(
+            path_of(exact, Some("pkg.Echo"), None),
+            pair("-m beg", "/pkg.Echo/")
+        );
+        assert_eq!(
+            path_of(exact, None, Some("Get")),
+            pair("-m reg", "^/[^/]+/Get$")
+        );
+        assert_eq!(
+            path_of(regex, Some("pkg\\..*"), None),
+            pair("-m reg", "^/(pkg\\..*)/([^/]+)$")
+        );
+    }
+}

@@ -120,3 +120,107 @@ fn redirect_ports_follow_the_scheme_and_the_listener() {
         "http://example.org%[pathq]"
     );
 }
+
+#[test]
+fn weights_own_consecutive_ranges_and_zero_owns_none() {
+    use crate::backends::BackendKey;
+    use crate::gateway::{BackendTarget, WeightedBackend};
+    let service = |name: &str, weight| WeightedBackend {
+        target: BackendTarget::Service {
+            key: BackendKey {
+                namespace: "app".to_string(),
+                service: name.to_string(),
+                port: hawser_model::ServicePortRef::Number(80),
+            },
+            backend: format!("be_app_{name}_80"),
+        },
+        weight,
+        filters: Vec::new(),
+    };
+    let unresolved = WeightedBackend {
+        target: BackendTarget::Unresolved {
+            reason: "gone".to_string(),
+        },
+        weight: 1,
+        filters: Vec::new(),
+    };
+    let mut rule = RuleView {
+        id: "r1".to_string(),
+        source: String::new(),
+        conditions: Vec::new(),
+        pick: None,
+        request: Vec::new(),
+        response: Vec::new(),
+        backends: Vec::new(),
+    };
+    let http80 = listener(80, ListenerProtocol::Http);
+    let ctx = actions::FilterContext {
+        listener: &http80,
+        prefix: None,
+    };
+    let backends = [
+        service("a", 3),
+        service("zero", 0),
+        unresolved,
+        service("b", 1),
+    ];
+    weighted(&mut rule, &backends, &[], &ctx, H2_SUFFIX);
+    assert_eq!(rule.pick, Some(5));
+    let ranges: Vec<(String, Vec<String>)> = rule
+        .backends
+        .iter()
+        .map(|c| {
+            let values = c.when.iter().filter_map(|w| w.value.clone()).collect();
+            (c.backend.clone(), values)
+        })
+        .collect();
+    assert_eq!(
+        ranges,
+        [
+            (
+                "be_app_a_80_h2".to_string(),
+                vec!["0".to_string(), "3".to_string()]
+            ),
+            (
+                "be_app_b_80_h2".to_string(),
+                vec!["4".to_string(), "5".to_string()]
+            ),
+        ]
+    );
+    assert_eq!(rule.request.len(), 1);
+    assert_eq!(rule.request[0].step, Step::Return { status: 500 });
+}
+
+#[test]
+fn a_single_backend_needs_no_pick() {
+    let mut rule = RuleView {
+        id: "r1".to_string(),
+        source: String::new(),
+        conditions: Vec::new(),
+        pick: None,
+        request: Vec::new(),
+        response: Vec::new(),
+        backends: Vec::new(),
+    };
+    let http80 = listener(80, ListenerProtocol::Http);
+    let ctx = actions::FilterContext {
+        listener: &http80,
+        prefix: None,
+    };
+    let backend = crate::gateway::WeightedBackend {
+        target: crate::gateway::BackendTarget::Service {
+            key: crate::backends::BackendKey {
+                namespace: "app".to_string(),
+                service: "a".to_string(),
+                port: hawser_model::ServicePortRef::Number(80),
+            },
+            backend: "be_app_a_80".to_string(),
+        },
+        weight: 7,
+        filters: Vec::new(),
+    };
+    weighted(&mut rule, &[backend], &[], &ctx, "");
+    assert_eq!(rule.pick, None);
+    assert_eq!(rule.backends.len(), 1);
+    assert!(rule.backends[0].when.is_empty());
+}
