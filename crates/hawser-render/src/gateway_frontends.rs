@@ -34,9 +34,11 @@ use serde::Serialize;
 
 pub(crate) use self::conditions::Condition;
 use crate::backends::BackendKey;
+use crate::config::Settings;
 use crate::gateway::{
     BackendTarget, GatewayTable, HttpRuleEntry, ListenerEntry, ListenerProtocol, WeightedBackend,
 };
+use crate::report::Diagnostics;
 
 /// Ends the name of a Service port's backend that speaks HTTP/2 in clear
 /// text (h2c), for GRPCRoutes: a backend of its own, beside the HTTP/1.1 one.
@@ -159,7 +161,22 @@ fn own_port(listener: &ListenerEntry) -> Option<u16> {
 }
 
 /// The view of every HTTP and HTTPS listener's HTTPRoute and GRPCRoute rules.
-pub(crate) fn gateway_view(table: &GatewayTable) -> GatewayView {
+/// A listener that would need a frontend of its own on a port the
+/// configuration already binds (the HTTP, HTTPS or health port, or 80 / 443
+/// with the other protocol) is not served, with a warning: binding it twice
+/// would make HAProxy refuse the whole configuration.
+pub(crate) fn gateway_view(
+    table: &GatewayTable,
+    settings: &Settings,
+    diags: &mut Diagnostics,
+) -> GatewayView {
+    let taken = [
+        Some(settings.http_port),
+        Some(settings.https_port),
+        settings.health_port,
+        Some(80),
+        Some(443),
+    ];
     let mut view = GatewayView::default();
     let mut own: BTreeMap<u16, FrontendView> = BTreeMap::new();
     let mut next_id = 0usize;
@@ -169,6 +186,18 @@ pub(crate) fn gateway_view(table: &GatewayTable) -> GatewayView {
                 listener.protocol,
                 ListenerProtocol::Http | ListenerProtocol::Https
             ) {
+                continue;
+            }
+            if let Some(port) = own_port(listener)
+                && taken.contains(&Some(port))
+            {
+                diags.warn(
+                    &ObjectRef::new(Kind::Gateway, gateway.gateway.clone()),
+                    format!(
+                        "listener {:?}: port {port} with protocol {:?} cannot be served, another listener binds it",
+                        listener.name, listener.protocol
+                    ),
+                );
                 continue;
             }
             let origin = format!("on Gateway {} listener {}", gateway.gateway, listener.name);

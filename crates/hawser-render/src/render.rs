@@ -148,7 +148,7 @@ impl Renderer {
         let mut routes = ingress::route_table(store, &settings.ingress_controller, &mut diags);
         let (gateway_table, _) =
             gateway::gateway_table(store, &settings.gateway_controller, &mut diags);
-        let gateway_view = gateway_frontends::gateway_view(&gateway_table);
+        let gateway_view = gateway_frontends::gateway_view(&gateway_table, settings, &mut diags);
         let mut referenced = routes.backends.clone();
         for (key, referrer) in &gateway_table.backends {
             referenced

@@ -224,3 +224,31 @@ fn a_single_backend_needs_no_pick() {
     assert_eq!(rule.backends.len(), 1);
     assert!(rule.backends[0].when.is_empty());
 }
+
+#[test]
+fn a_listener_on_a_port_already_bound_is_not_served() {
+    let mut table = GatewayTable::default();
+    let mut https_on_80 = listener(80, ListenerProtocol::Https);
+    https_on_80.name = "wrong".to_string();
+    let health = listener(8404, ListenerProtocol::Http);
+    let own = listener(8080, ListenerProtocol::Http);
+    table.gateways.push(crate::gateway::GatewayEntry {
+        gateway: hawser_model::ObjectKey::new("app", "gw"),
+        class_name: "hawser".to_string(),
+        listeners: vec![https_on_80, health, own],
+    });
+    let settings = Settings {
+        health_port: Some(8404),
+        ..Settings::default()
+    };
+    let mut diags = Diagnostics::default();
+    let view = gateway_view(&table, &settings, &mut diags);
+    let ports: Vec<u16> = view.frontends.iter().map(|f| f.port).collect();
+    assert_eq!(ports, [8080]);
+    let warnings = diags.finish();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(
+        warnings[0].message.contains("cannot be served"),
+        "{warnings:?}"
+    );
+}
