@@ -176,7 +176,13 @@ async fn add_server(
             reason: "not an IP address",
         })?;
     let weight = server.weight.to_string();
-    api.add_server(backend, &server.name, ip, server.port, &["weight", &weight])
+    let mut keywords = vec!["weight", weight.as_str()];
+    // Dynamic servers inherit nothing from the configuration: an HTTP/2
+    // backend's protocol is given with each server.
+    if let Some(proto) = &server.proto {
+        keywords.extend(["proto", proto.as_str()]);
+    }
+    api.add_server(backend, &server.name, ip, server.port, &keywords)
         .await?;
     if server.state == ServerState::Ready {
         api.enable_server(backend, &server.name).await?;

@@ -158,7 +158,7 @@ impl FleetStatus {
 #[derive(Debug)]
 pub struct Fleet {
     snapshots: Arc<watch::Sender<Option<Arc<Snapshot>>>>,
-    stores: Arc<watch::Sender<Option<Arc<Store>>>>,
+    stores: Arc<watch::Sender<Option<RenderedStore>>>,
     status: watch::Receiver<FleetStatus>,
     members: Arc<Members>,
     followers: Mutex<Vec<JoinHandle<()>>>,
@@ -278,7 +278,7 @@ async fn follow_epoch(
 #[derive(Debug, Clone)]
 pub struct FleetSink(
     Arc<watch::Sender<Option<Arc<Snapshot>>>>,
-    Arc<watch::Sender<Option<Arc<Store>>>>,
+    Arc<watch::Sender<Option<RenderedStore>>>,
 );
 
 impl Deliver for FleetSink {
@@ -299,9 +299,20 @@ impl Deliver for FleetSink {
         })));
     }
 
-    fn rendered(&self, store: &Arc<Store>) {
-        self.1.send_replace(Some(Arc::clone(store)));
+    fn rendered(&self, store: &Arc<Store>, rendered: &hawser_render::Rendered) {
+        self.1.send_replace(Some(RenderedStore {
+            store: Arc::clone(store),
+            config: Arc::clone(&rendered.config),
+        }));
     }
+}
+
+/// A store rendered without error, and the configuration it was rendered
+/// under (which names the controller whose objects it serves).
+#[derive(Debug, Clone)]
+pub struct RenderedStore {
+    pub store: Arc<Store>,
+    pub config: Arc<RenderConfig>,
 }
 
 /// The Ingresses a render serves: ours (by class) and not rejected.
@@ -328,7 +339,7 @@ impl FleetSink {
 
     /// The newest store rendered without error, whether its render was
     /// delivered or equal to the last (the Gateway API status follows it).
-    pub fn subscribe_stores(&self) -> watch::Receiver<Option<Arc<Store>>> {
+    pub fn subscribe_stores(&self) -> watch::Receiver<Option<RenderedStore>> {
         self.1.subscribe()
     }
 }

@@ -170,7 +170,13 @@ pub async fn run_kube(
         let deadline = pending
             .as_ref()
             .filter(|_| watching.ready() && current.renderer.is_some())
-            .map(|p| if watching.rendered { p.deadline() } else { p.first });
+            .map(|p| {
+                if watching.rendered {
+                    p.deadline()
+                } else {
+                    p.first
+                }
+            });
         tokio::select! {
             () = &mut stop => break,
             changed = config.changed(), if config_open => {

@@ -39,7 +39,7 @@ pub trait Deliver {
     /// Every store rendered without error, delivered or not (a render
     /// equal to the last is not delivered, but what it was made from may
     /// still change the status written about it).
-    fn rendered(&self, _store: &Arc<Store>) {}
+    fn rendered(&self, _store: &Arc<Store>, _rendered: &Rendered) {}
 }
 
 /// `hawser run`: straight to the in-process agent.
@@ -245,7 +245,7 @@ impl RenderCycle {
             .as_ref()
             .is_some_and(|last| last.files == rendered.files && last.plan == rendered.plan);
         let store = Arc::new(store);
-        sink.rendered(&store);
+        sink.rendered(&store, &rendered);
         let generation = if unchanged {
             None
         } else {

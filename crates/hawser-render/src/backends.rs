@@ -245,6 +245,7 @@ fn server(address: String, port: u16, resolve: bool) -> ServerPlan {
         weight: DEFAULT_WEIGHT,
         state: ServerState::Ready,
         resolve,
+        proto: None,
     }
 }
 

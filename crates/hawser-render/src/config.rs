@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::gateway::GATEWAY_CONTROLLER;
 use crate::library::{EXTENSION_POINTS, LIBRARY};
 use crate::validate;
 
@@ -39,6 +40,8 @@ pub struct Settings {
     pub default_certificate: Option<String>,
     /// The `spec.controller` of the IngressClasses hawser serves.
     pub ingress_controller: String,
+    /// The `controllerName` of the GatewayClasses hawser serves.
+    pub gateway_controller: String,
     /// HAProxy's runtime API socket (an absolute path, level admin), through
     /// which the agent changes servers, maps and certificates.
     pub runtime_socket: Option<String>,
@@ -64,6 +67,7 @@ impl Default for Settings {
             log_format: None,
             default_certificate: None,
             ingress_controller: INGRESS_CONTROLLER.to_string(),
+            gateway_controller: GATEWAY_CONTROLLER.to_string(),
             runtime_socket: None,
             server_state_file: None,
             health_port: None,

@@ -3,7 +3,7 @@
 //! ```text
 //!  Store ──► ingress (classes, validation, precedence) ──► RouteTable
 //!    └────► gateway (classes, listeners, attachment) ──► GatewayTable + GatewayStatus
-//!           (not rendered by the templates yet)
+//!           gateway_frontends (the table as the `gateway` library reads it)
 //!              │                                              │
 //!              ├─► backends (Service port + EndpointSlices) ──┼─► Plan ──► templates ──► haproxy.cfg
 //!              └─► tls (Secrets → PEM, crt-list) ─────────────┘     └──────────────────► maps, certs, crt-list
@@ -24,6 +24,7 @@ mod culprit;
 mod engine;
 mod files;
 mod gateway;
+mod gateway_frontends;
 mod ingress;
 mod library;
 mod plan;

@@ -6,6 +6,8 @@
 //! | ingress  | `ingress/routing.cfg` | host/path routing through maps           |
 //! | backends | `backends/backends.cfg` | one backend per Service port          |
 //! | ssl      | `ssl/bind.cfg`        | the HTTPS listener on the crt-list       |
+//! | gateway  | `gateway/routing.cfg` | Gateway API rules in a frontend          |
+//! | gateway  | `gateway/frontends.cfg` | frontends for other listener ports     |
 //!
 //! Any of them can be replaced by name through `templates.overrides`.
 
@@ -29,6 +31,14 @@ pub const LIBRARY: &[(&str, &str)] = &[
     (
         "ssl/bind.cfg",
         include_str!("../../../libraries/ssl/bind.cfg.j2"),
+    ),
+    (
+        "gateway/routing.cfg",
+        include_str!("../../../libraries/gateway/routing.cfg.j2"),
+    ),
+    (
+        "gateway/frontends.cfg",
+        include_str!("../../../libraries/gateway/frontends.cfg.j2"),
     ),
 ];
 

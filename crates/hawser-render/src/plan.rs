@@ -46,6 +46,10 @@ pub struct ServerPlan {
     pub state: ServerState,
     /// True when `address` is a DNS name HAProxy resolves itself.
     pub resolve: bool,
+    /// The protocol spoken to the server when not HTTP/1.1: `h2` (HTTP/2 in
+    /// clear text, for gRPC).
+    #[serde(default)]
+    pub proto: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

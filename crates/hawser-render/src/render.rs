@@ -9,7 +9,9 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::config::{ConfigError, RenderConfig, Settings};
-use crate::ingress::{self, RouteTable, Target};
+use crate::gateway::{self, GatewayTable};
+use crate::gateway_frontends::{self, GatewayView};
+use crate::ingress::{self, RouteTable, Target, TlsUse};
 use crate::library::ENTRY_TEMPLATE;
 use crate::plan::{BackendPlan, MapEntry, MapPlan, MatchKind, Plan};
 use crate::report::{Diagnostic, Diagnostics};
@@ -88,6 +90,8 @@ struct TemplateContext<'a> {
     settings: &'a Settings,
     plan: &'a Plan,
     routing: Routing<'a>,
+    /// Gateway API rules and frontends (the `gateway` library).
+    gateway: &'a GatewayView,
     tls: Tls,
     /// The kinds the configuration adds (`watch.extraResources`): each
     /// kind's objects as their JSON, in namespace/name order.
@@ -141,8 +145,20 @@ impl Renderer {
         let mut diags = Diagnostics::default();
         let mut files = FileSet::default();
 
-        let routes = ingress::route_table(store, &settings.ingress_controller, &mut diags);
-        let backends = backends::backend_plans(store, &routes.backends, &mut diags);
+        let mut routes = ingress::route_table(store, &settings.ingress_controller, &mut diags);
+        let (gateway_table, _) =
+            gateway::gateway_table(store, &settings.gateway_controller, &mut diags);
+        let gateway_view = gateway_frontends::gateway_view(&gateway_table, settings, &mut diags);
+        let mut referenced = routes.backends.clone();
+        for (key, referrer) in &gateway_table.backends {
+            referenced
+                .entry(key.clone())
+                .or_insert_with(|| referrer.clone());
+        }
+        let mut backends = backends::backend_plans(store, &referenced, &mut diags);
+        backends.extend(h2_backends(store, &gateway_view, &mut diags));
+        backends.sort_by(|a, b| a.name.cmp(&b.name));
+        add_listener_certificates(&mut routes.tls, &gateway_table);
         let maps = route_maps(&routes);
         for map in &maps {
             files.insert(map.path.clone(), FileKind::Map, map.to_file());
@@ -176,6 +192,7 @@ impl Renderer {
                 default_backend: &default_backend,
                 not_found_backend: NOT_FOUND_BACKEND,
             },
+            gateway: &gateway_view,
             tls: Tls {
                 crt_list: tls::CRT_LIST_PATH,
             },
@@ -239,6 +256,42 @@ impl Renderer {
                     "settings.defaultCertificate names it but it does not exist; serving a generated default certificate",
                 );
                 generated()
+            }
+        }
+    }
+}
+
+/// The h2c twins of the Service-port backends GRPCRoutes send to: the same
+/// servers, spoken to over HTTP/2 in clear text.
+fn h2_backends(store: &Store, view: &GatewayView, diags: &mut Diagnostics) -> Vec<BackendPlan> {
+    let mut plans = backends::backend_plans(store, &view.h2_backends, diags);
+    for plan in &mut plans {
+        plan.name.push_str(gateway_frontends::H2_SUFFIX);
+        plan.source.push_str(" over HTTP/2 (h2c)");
+        for server in &mut plan.servers {
+            server.proto = Some("h2".to_string());
+        }
+    }
+    plans
+}
+
+/// HTTPS listeners' certificates join the Ingress ones in the crt-list:
+/// served for the listener's hostname, or for their own names when the
+/// listener has none.
+fn add_listener_certificates(uses: &mut BTreeMap<ObjectKey, TlsUse>, table: &GatewayTable) {
+    for entry in &table.gateways {
+        let gateway = ObjectRef::new(Kind::Gateway, entry.gateway.clone());
+        for listener in &entry.listeners {
+            let Some(tls) = &listener.tls else { continue };
+            for secret in &tls.certificates {
+                let usage = uses.entry(secret.clone()).or_default();
+                match &listener.hostname {
+                    Some(host) => {
+                        usage.hosts.insert(host.clone());
+                    }
+                    None => usage.own_names = true,
+                }
+                usage.referrers.insert(gateway.clone());
             }
         }
     }

@@ -132,8 +132,9 @@ fn replacing_an_object_with_itself_changes_nothing() {
 }
 
 /// Every object of the case's store that can affect a render: Ingresses,
-/// IngressClasses, Services with their EndpointSlices, and the Secrets that
-/// Ingresses or the config name.
+/// IngressClasses, Gateway API classes, Gateways, HTTPRoutes and GRPCRoutes, Services
+/// with their EndpointSlices, and the Secrets that Ingresses, Gateway
+/// listeners or the config name.
 fn objects(case: &Case) -> Vec<Object> {
     let store = &case.store;
     let mut objects: Vec<Object> = Vec::new();
@@ -148,6 +149,17 @@ fn objects(case: &Case) -> Vec<Object> {
         );
     }
     let mut secrets: Vec<ObjectKey> = store.ingresses().flat_map(tls_secrets).collect();
+    for gateway in store.gateways() {
+        let refs = gateway
+            .listeners
+            .iter()
+            .filter_map(|l| l.tls.as_ref())
+            .flat_map(|tls| &tls.certificate_refs);
+        for r in refs {
+            let namespace = r.namespace.as_deref().unwrap_or(&gateway.key.namespace);
+            secrets.push(ObjectKey::new(namespace, &r.name));
+        }
+    }
     if let Some((ns, name)) = case
         .config
         .settings
@@ -167,6 +179,10 @@ fn objects(case: &Case) -> Vec<Object> {
             .map(Object::Secret),
     );
     objects.extend(store.ingresses().cloned().map(Object::Ingress));
+    objects.extend(store.gateway_classes().cloned().map(Object::GatewayClass));
+    objects.extend(store.gateways().cloned().map(Object::Gateway));
+    objects.extend(store.http_routes().cloned().map(Object::HttpRoute));
+    objects.extend(store.grpc_routes().cloned().map(Object::GrpcRoute));
     objects
 }
 

@@ -43,6 +43,7 @@ cases! {
     hostile => "hostile",
     conflicts => "conflicts",
     config => "config",
+    gateway => "gateway",
 }
 
 fn snapshot_case(name: &str) {

@@ -63,3 +63,35 @@ fn settings_and_backend_changes_change_the_structure() {
     }
     assert_ne!(digest(&store, RenderConfig::default()), before);
 }
+
+#[test]
+fn gateway_route_changes_change_the_structure_and_endpoint_changes_do_not() {
+    let case = support::render_case("gateway");
+    let before = digest(&case.store, RenderConfig::default());
+
+    let mut endpoints = case.store.clone();
+    let slices: Vec<_> = endpoints
+        .services()
+        .flat_map(|s| {
+            endpoints
+                .endpoint_slices_for(&s.key)
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(!slices.is_empty());
+    for mut slice in slices {
+        slice.endpoints.clear();
+        endpoints.insert(Object::EndpointSlice(slice));
+    }
+    assert_eq!(digest(&endpoints, RenderConfig::default()), before);
+
+    let mut routes = case.store.clone();
+    let http_routes: Vec<_> = routes.http_routes().cloned().collect();
+    assert!(!http_routes.is_empty());
+    for mut route in http_routes {
+        route.rules.truncate(1);
+        routes.insert(Object::HttpRoute(route));
+    }
+    assert_ne!(digest(&routes, RenderConfig::default()), before);
+}

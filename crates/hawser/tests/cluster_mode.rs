@@ -326,6 +326,8 @@ async fn the_leader_writes_gateway_api_status_and_a_missing_crd_blocks_nothing()
                 "metadata": {"name": "web", "namespace": "app"},
                 "spec": {
                     "parentRefs": [{"name": "edge"}],
+                    // Its own host: the Ingress's host stays the Ingress's.
+                    "hostnames": ["gateway.example.com"],
                     "rules": [{"backendRefs": [{"name": "nosuch", "port": 80}]}],
                 },
                 "status": {"parents": [{
@@ -338,6 +340,11 @@ async fn the_leader_writes_gateway_api_status_and_a_missing_crd_blocks_nothing()
     })
     .await;
     cluster.agent.expect_status_eventually(HOST, "/", 200).await;
+    // The route is served too: its backend does not exist, so it answers 500.
+    cluster
+        .agent
+        .expect_status_eventually("gateway.example.com", "/", 500)
+        .await;
 
     let routes = gateway_api("HTTPRoute", "httproutes");
     let deadline = Instant::now() + TIMEOUT;

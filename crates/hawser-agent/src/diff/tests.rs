@@ -27,6 +27,7 @@ fn server(name: &str, address: &str, port: u16) -> ServerPlan {
         weight: 1,
         state: ServerState::Ready,
         resolve: false,
+        proto: None,
     }
 }
 

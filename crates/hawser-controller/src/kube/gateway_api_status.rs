@@ -17,18 +17,18 @@
 //! A route that stops naming an owned Gateway loses hawser's entries.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use ::kube::Client;
 use ::kube::api::{Api, DynamicObject, Patch, PatchParams};
 use hawser_model::{Kind, ObjectKey, ObjectRef, Store};
-use hawser_render::{GATEWAY_CONTROLLER, GatewayStatus, RouteStatus, gateway_routing};
+use hawser_render::{GatewayStatus, RouteStatus, gateway_routing};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 
 use super::watch::gateway_api_resource;
+use crate::fleet::RenderedStore;
 use crate::gateway_status::{class_stanza, gateway_stanza, route_parents};
 
 /// How long after a failed read or write the status is tried again.
@@ -39,7 +39,7 @@ pub const GATEWAY_STATUS_RETRY: Duration = Duration::from_secs(10);
 /// resolves.
 pub async fn publish_gateway_status(
     client: Client,
-    mut stores: watch::Receiver<Option<Arc<Store>>>,
+    mut stores: watch::Receiver<Option<RenderedStore>>,
     mut leading: watch::Receiver<Option<u64>>,
     stop: impl Future<Output = ()>,
 ) {
@@ -54,9 +54,10 @@ pub async fn publish_gateway_status(
         if leading.borrow_and_update().is_some()
             && let Some(store) = store
         {
-            let routing = gateway_routing(&store, GATEWAY_CONTROLLER);
+            let controller = &store.config.settings.gateway_controller;
+            let routing = gateway_routing(&store.store, controller);
             writer.failed = false;
-            writer.sync(&store, &routing.status).await;
+            writer.sync(&store.store, &routing.status, controller).await;
         } else {
             // A new leader reads again: another one may have written meanwhile.
             writer.known.clear();
@@ -80,7 +81,7 @@ struct StatusWriter {
 }
 
 impl StatusWriter {
-    async fn sync(&mut self, store: &Store, status: &GatewayStatus) {
+    async fn sync(&mut self, store: &Store, status: &GatewayStatus, controller: &str) {
         let now = now_rfc3339();
         for class in &status.classes {
             let object = ObjectRef::new(Kind::GatewayClass, ObjectKey::cluster(&class.name));
@@ -98,7 +99,7 @@ impl StatusWriter {
         }
         for route in &status.routes {
             self.write(&route.route, |previous| {
-                route_parents(route, GATEWAY_CONTROLLER, previous, Some(&now))
+                route_parents(route, controller, previous, Some(&now))
             })
             .await;
         }
@@ -119,14 +120,14 @@ impl StatusWriter {
                 parents: Vec::new(),
             };
             self.write(&object, |previous| {
-                route_parents(&none, GATEWAY_CONTROLLER, previous, Some(&now))
+                route_parents(&none, controller, previous, Some(&now))
             })
             .await;
         }
         // Forget what left the store; keep routes that still carry an entry
         // of ours, so that it is removed if they stop naming our Gateways.
         self.known.retain(|object, status| {
-            holds(store, object) && (!is_route(object.kind) || has_our_parent(status))
+            holds(store, object) && (!is_route(object.kind) || has_our_parent(status, controller))
         });
     }
 
@@ -206,11 +207,10 @@ fn holds(store: &Store, object: &ObjectRef) -> bool {
     }
 }
 
-fn has_our_parent(status: &Value) -> bool {
-    status["parents"].as_array().is_some_and(|all| {
-        all.iter()
-            .any(|p| p["controllerName"] == GATEWAY_CONTROLLER)
-    })
+fn has_our_parent(status: &Value, controller: &str) -> bool {
+    status["parents"]
+        .as_array()
+        .is_some_and(|all| all.iter().any(|p| p["controllerName"] == controller))
 }
 
 fn now_rfc3339() -> String {

@@ -96,7 +96,7 @@ type Delivery = (Generation, Arc<Store>, Arc<RenderConfig>);
 #[derive(Debug, Clone)]
 struct Deliveries(
     mpsc::UnboundedSender<Delivery>,
-    Arc<watch::Sender<Option<Arc<Store>>>>,
+    Arc<watch::Sender<Option<crate::fleet::RenderedStore>>>,
 );
 
 impl Deliver for Deliveries {
@@ -111,8 +111,11 @@ impl Deliver for Deliveries {
             .send((generation, Arc::clone(store), Arc::clone(&rendered.config)));
     }
 
-    fn rendered(&self, store: &Arc<Store>) {
-        self.1.send_replace(Some(Arc::clone(store)));
+    fn rendered(&self, store: &Arc<Store>, rendered: &hawser_render::Rendered) {
+        self.1.send_replace(Some(crate::fleet::RenderedStore {
+            store: Arc::clone(store),
+            config: Arc::clone(&rendered.config),
+        }));
     }
 }
 
@@ -124,7 +127,7 @@ struct Source {
     /// Changes the source's configuration, as a HawserConfig change does.
     configure: watch::Sender<SourceConfig>,
     /// Every store rendered, delivered or not.
-    stores: watch::Receiver<Option<Arc<Store>>>,
+    stores: watch::Receiver<Option<crate::fleet::RenderedStore>>,
     status: watch::Receiver<ControllerStatus>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,

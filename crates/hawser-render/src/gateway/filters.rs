@@ -28,7 +28,7 @@ pub(super) struct Resolution {
 /// Where a rule's filters may act.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct FilterScope {
-    /// gRPC rules take header modifiers and mirrors only.
+    /// gRPC rules take header modifiers only.
     pub grpc: bool,
     /// Every match of the rule is a `PathPrefix` (ReplacePrefixMatch needs one).
     pub prefix_matches: bool,
@@ -37,7 +37,6 @@ pub(super) struct FilterScope {
 pub(super) fn filters(
     given: &[HttpFilter],
     scope: FilterScope,
-    resolver: &Resolver<'_>,
     resolution: &mut Resolution,
 ) -> Result<Vec<FilterEntry>, String> {
     let redirects = given
@@ -72,17 +71,12 @@ pub(super) fn filters(
             });
             continue;
         }
-        entries.push(filter(f, scope, resolver, resolution)?);
+        entries.push(filter(f, scope)?);
     }
     Ok(entries)
 }
 
-fn filter(
-    f: &HttpFilter,
-    scope: FilterScope,
-    resolver: &Resolver<'_>,
-    resolution: &mut Resolution,
-) -> Result<FilterEntry, String> {
+fn filter(f: &HttpFilter, scope: FilterScope) -> Result<FilterEntry, String> {
     Ok(match f {
         HttpFilter::RequestHeaderModifier(m) => {
             header_modifier("requestHeaderModifier", m)?;
@@ -100,10 +94,10 @@ fn filter(
             rewrite(r, scope)?;
             FilterEntry::UrlRewrite(r.clone())
         }
-        HttpFilter::RequestMirror(m) => FilterEntry::RequestMirror {
-            backend: resolver.target(&m.backend, &mut resolution.used, &mut resolution.unresolved),
-            percent: m.percent,
-        },
+        // HAProxy 3.0 cannot send a copy of a request to a second backend.
+        HttpFilter::RequestMirror(_) => {
+            return Err("filter type RequestMirror is not supported".to_string());
+        }
         HttpFilter::RequestRedirect(_) | HttpFilter::UrlRewrite(_) => {
             return Err("GRPCRoute rules take no RequestRedirect or URLRewrite".to_string());
         }
@@ -193,7 +187,7 @@ pub(super) fn weighted_backends(
         .map(|r| {
             let weight = u32::try_from(r.backend.weight)
                 .map_err(|_| format!("backendRef {:?} has a negative weight", r.backend.name))?;
-            let filters = filters(&r.filters, scope, resolver, resolution)?;
+            let filters = filters(&r.filters, scope, resolution)?;
             if filters
                 .iter()
                 .any(|f| matches!(f, FilterEntry::RequestRedirect(_)))

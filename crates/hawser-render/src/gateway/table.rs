@@ -142,17 +142,14 @@ pub struct TcpRouteEntry {
     pub unavailable: bool,
 }
 
-/// A filter, validated and with its backend resolved.
+/// A filter, validated. RequestMirror is not among them: HAProxy 3.0
+/// cannot mirror requests, so a rule asking for it is dropped.
 #[derive(Debug, Clone, Serialize)]
 pub enum FilterEntry {
     RequestHeaderModifier(HeaderModifier),
     ResponseHeaderModifier(HeaderModifier),
     RequestRedirect(RequestRedirect),
     UrlRewrite(UrlRewrite),
-    RequestMirror {
-        backend: BackendTarget,
-        percent: u32,
-    },
 }
 
 #[derive(Debug, Clone, Serialize)]

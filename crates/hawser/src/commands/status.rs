@@ -14,7 +14,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use hawser_model::{Kind, ObjectKey, ObjectRef, Store};
-use hawser_render::{Diagnostic, GATEWAY_CONTROLLER, GatewayRouting, Severity, gateway_routing};
+use hawser_render::{Diagnostic, GatewayRouting, Severity, gateway_routing};
 
 use super::input;
 use crate::cli::{StatusArgs, StatusOutput};
@@ -76,10 +76,11 @@ pub fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let inputs = input::load(&args.input)?;
     let store = &inputs.manifests.store;
     let rendered = inputs.renderer.render(store)?;
+    let controller = inputs.renderer.config().settings.gateway_controller.clone();
     let report = Report {
         store,
-        controller: GATEWAY_CONTROLLER.to_string(),
-        routing: gateway_routing(store, GATEWAY_CONTROLLER),
+        controller: controller.clone(),
+        routing: gateway_routing(store, &controller),
         ingresses: ingress_outcomes(store, &rendered.diagnostics),
     };
     let out = match args.output {

@@ -76,11 +76,47 @@ impl Response {
 
 /// `GET <target>` over HTTP/1.1 on plain TCP, with `Host: <host>`.
 pub async fn http1_get(addr: SocketAddr, host: &str, target: &str) -> Result<Response, String> {
+    http1_request(addr, &Request::get(host, target)).await
+}
+
+/// A request as the HTTP/1.1 client writes it.
+#[derive(Debug, Clone)]
+pub struct Request {
+    pub method: String,
+    pub host: String,
+    pub target: String,
+    /// Sent after `Host`, in order.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Request {
+    pub fn get(host: &str, target: &str) -> Request {
+        Request {
+            method: "GET".to_string(),
+            host: host.to_string(),
+            target: target.to_string(),
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn method(mut self, method: &str) -> Request {
+        self.method = method.to_string();
+        self
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Request {
+        self.headers.push((name.to_string(), value.to_string()));
+        self
+    }
+}
+
+/// `request` over HTTP/1.1 on plain TCP.
+pub async fn http1_request(addr: SocketAddr, request: &Request) -> Result<Response, String> {
     bounded(async {
         let stream = TcpStream::connect(addr)
             .await
             .map_err(|e| format!("connect {addr}: {e}"))?;
-        exchange(stream, host, target).await
+        exchange_request(stream, request).await
     })
     .await
 }
@@ -148,6 +184,53 @@ pub async fn h2_get(
     .await
 }
 
+/// A gRPC-shaped request (`POST`, `content-type: application/grpc`, an
+/// empty body) over HTTP/2 in clear text with prior knowledge (h2c).
+pub async fn h2c_grpc(addr: SocketAddr, authority: &str, path: &str) -> Result<Response, String> {
+    bounded(async {
+        let stream = TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("connect {addr}: {e}"))?;
+        let (mut sender, connection) =
+            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+                .await
+                .map_err(|e| format!("h2c handshake: {e}"))?;
+        tokio::spawn(connection);
+        let request = hyper::Request::post(format!("http://{authority}{path}"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| format!("request: {e}"))?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| format!("h2c request: {e}"))?;
+        let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .map(|(n, v)| {
+                let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
+                (n.as_str().to_string(), value)
+            })
+            .collect();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("h2c body: {e}"))?
+            .to_bytes()
+            .to_vec();
+        Ok(Response {
+            status,
+            headers,
+            body,
+            tls: None,
+        })
+    })
+    .await
+}
+
 async fn bounded<F>(exchange: F) -> Result<Response, String>
 where
     F: Future<Output = Result<Response, String>>,
@@ -157,16 +240,29 @@ where
         .unwrap_or_else(|_| Err(format!("no answer within {TIMEOUT:?}")))
 }
 
-/// One request, `Connection: close`, the answer read to the end.
-async fn exchange<S>(mut stream: S, host: &str, target: &str) -> Result<Response, String>
+/// One `GET`, `Connection: close`, the answer read to the end.
+async fn exchange<S>(stream: S, host: &str, target: &str) -> Result<Response, String>
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let request = format!(
-        "GET {target} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: hawser-e2e\r\nConnection: close\r\n\r\n"
+    exchange_request(stream, &Request::get(host, target)).await
+}
+
+/// One request, `Connection: close`, the answer read to the end.
+async fn exchange_request<S>(mut stream: S, request: &Request) -> Result<Response, String>
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut head = format!(
+        "{} {} HTTP/1.1\r\nHost: {}\r\n",
+        request.method, request.target, request.host
     );
+    for (name, value) in &request.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("User-Agent: hawser-e2e\r\nConnection: close\r\n\r\n");
     stream
-        .write_all(request.as_bytes())
+        .write_all(head.as_bytes())
         .await
         .map_err(|e| format!("send: {e}"))?;
     let mut raw = Vec::new();

@@ -74,7 +74,7 @@ async fn rendered_where(source: &Source, check: impl Fn(&Store) -> bool) {
     let mut stores = source.stores.clone();
     tokio::time::timeout(
         PATIENCE,
-        stores.wait_for(|s| s.as_deref().is_some_and(&check)),
+        stores.wait_for(|s| s.as_ref().is_some_and(|r| check(&r.store))),
     )
     .await
     .expect("no such store was rendered in time")

@@ -103,26 +103,36 @@ fn an_unsupported_kind_is_invalid_kind() {
 }
 
 #[test]
-fn mirrors_resolve_their_backend() {
-    let mut r = rule(
-        vec![HttpRouteMatch::default()],
+fn a_mirror_is_unsupported_and_drops_its_rule() {
+    let mut mirrored = rule(
+        vec![http_match(PathMatchKind::PathPrefix, "/mirror")],
         vec![backend(None, "web", 1)],
     );
-    r.filters
+    mirrored
+        .filters
         .push(HttpFilter::RequestMirror(hawser_model::RequestMirror {
             backend: backend(None, "api", 1),
             percent: 50,
         }));
-    let routing = routing(&route_with(vec![r]));
-    let entry = &listener_entry(&routing, "http").http_rules[0];
-    let FilterEntry::RequestMirror { backend, percent } = &entry.filters[0] else {
-        panic!("mirror expected");
-    };
-    assert_eq!(*percent, 50);
-    assert!(
-        matches!(backend, BackendTarget::Service { backend, .. } if backend == "be_app_api_80")
+    let plain = rule(
+        vec![HttpRouteMatch::default()],
+        vec![backend(None, "web", 1)],
     );
-    assert_eq!(routing.table.backends.len(), 2);
+    let routing = routing(&route_with(vec![mirrored, plain]));
+    let rules = &listener_entry(&routing, "http").http_rules;
+    assert_eq!(rules.len(), 1);
+    assert_eq!(rules[0].rule_index, 1);
+    let conditions = parent_conditions(&routing, Kind::HttpRoute, "web", 0);
+    assert_eq!(
+        state(&conditions, "PartiallyInvalid"),
+        ("True", "UnsupportedValue")
+    );
+    assert!(
+        routing
+            .diagnostics
+            .iter()
+            .any(|d| d.message.contains("RequestMirror is not supported"))
+    );
 }
 
 #[test]
