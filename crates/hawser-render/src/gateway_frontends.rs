@@ -87,6 +87,30 @@ pub(crate) struct RuleView {
     pub backends: Vec<BackendChoice>,
 }
 
+impl RuleView {
+    /// A rule chosen when `conditions` hold, with no actions yet.
+    fn new(id: String, source: String, conditions: Vec<Condition>) -> RuleView {
+        RuleView {
+            id,
+            source,
+            conditions,
+            pick: None,
+            request: Vec::new(),
+            response: Vec::new(),
+            backends: Vec::new(),
+        }
+    }
+
+    /// No request it chooses can reach a backend: it answers 500.
+    fn answering_500(mut self, chosen: Vec<Condition>) -> RuleView {
+        self.request.push(Action {
+            step: Step::Return { status: 500 },
+            when: chosen,
+        });
+        self
+    }
+}
+
 /// One action, under its own conditions (the rule's, plus the weighted
 /// choice it belongs to for a backend's own filters).
 #[derive(Debug, Clone, Serialize)]
@@ -250,24 +274,13 @@ fn http_rule(
     conditions.extend(entry.headers.iter().map(conditions::header));
     conditions.extend(entry.query_params.iter().map(conditions::query_param));
     let chosen = vec![conditions::rule_is(&id)];
-    let mut rule = RuleView {
-        source: format!(
-            "HTTPRoute {} rule {} match {} {origin}",
-            entry.route, entry.rule_index, entry.match_index
-        ),
-        id,
-        conditions,
-        pick: None,
-        request: Vec::new(),
-        response: Vec::new(),
-        backends: Vec::new(),
-    };
+    let source = format!(
+        "HTTPRoute {} rule {} match {} {origin}",
+        entry.route, entry.rule_index, entry.match_index
+    );
+    let mut rule = RuleView::new(id, source, conditions);
     if entry.unavailable {
-        rule.request.push(Action {
-            step: Step::Return { status: 500 },
-            when: chosen,
-        });
-        return rule;
+        return rule.answering_500(chosen);
     }
     let ctx = actions::FilterContext {
         listener,

@@ -5,7 +5,7 @@
 use hawser_model::{GrpcMethodMatch, ValueMatchKind};
 
 use super::conditions::{self, Condition};
-use super::{Action, H2_SUFFIX, RuleView, Step, actions, weighted};
+use super::{H2_SUFFIX, RuleView, actions, weighted};
 use crate::gateway::{GrpcRuleEntry, ListenerEntry};
 
 /// Any one path segment, for a service or method the match leaves open.
@@ -22,24 +22,13 @@ pub(super) fn grpc_rule(
     conditions.extend(entry.method.as_ref().map(method));
     conditions.extend(entry.headers.iter().map(conditions::header));
     let chosen = vec![conditions::rule_is(&id)];
-    let mut rule = RuleView {
-        source: format!(
-            "GRPCRoute {} rule {} match {} {origin}",
-            entry.route, entry.rule_index, entry.match_index
-        ),
-        id,
-        conditions,
-        pick: None,
-        request: Vec::new(),
-        response: Vec::new(),
-        backends: Vec::new(),
-    };
+    let source = format!(
+        "GRPCRoute {} rule {} match {} {origin}",
+        entry.route, entry.rule_index, entry.match_index
+    );
+    let mut rule = RuleView::new(id, source, conditions);
     if entry.unavailable {
-        rule.request.push(Action {
-            step: Step::Return { status: 500 },
-            when: chosen,
-        });
-        return rule;
+        return rule.answering_500(chosen);
     }
     let ctx = actions::FilterContext {
         listener,
