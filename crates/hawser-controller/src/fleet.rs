@@ -300,19 +300,29 @@ impl Deliver for FleetSink {
     }
 
     fn rendered(&self, store: &Arc<Store>, rendered: &hawser_render::Rendered) {
-        self.1.send_replace(Some(RenderedStore {
-            store: Arc::clone(store),
-            config: Arc::clone(&rendered.config),
-        }));
+        self.1
+            .send_replace(Some(RenderedStore::of(store, rendered)));
     }
 }
 
-/// A store rendered without error, and the configuration it was rendered
-/// under (which names the controller whose objects it serves).
+/// A store rendered without error, the configuration it was rendered under
+/// (which names the controller whose objects it serves), and the Gateway API
+/// status the render computed for it.
 #[derive(Debug, Clone)]
 pub struct RenderedStore {
     pub store: Arc<Store>,
     pub config: Arc<RenderConfig>,
+    pub gateway_status: Arc<hawser_render::GatewayStatus>,
+}
+
+impl RenderedStore {
+    pub fn of(store: &Arc<Store>, rendered: &hawser_render::Rendered) -> RenderedStore {
+        RenderedStore {
+            store: Arc::clone(store),
+            config: Arc::clone(&rendered.config),
+            gateway_status: Arc::clone(&rendered.gateway_status),
+        }
+    }
 }
 
 /// The Ingresses a render serves: ours (by class) and not rejected.

@@ -191,7 +191,7 @@ pub async fn run_kube(
                     watching = Watching::start(&client, &next.options);
                 }
                 if next != current {
-                    pending = Some(Pending::now());
+                    pending = Some(Pending::after(pending));
                     current = next;
                 }
             }
@@ -202,9 +202,7 @@ pub async fn run_kube(
                     watching.fetch_secret(&client, key);
                 }
                 if effect.changed {
-                    let now = Instant::now();
-                    let first = pending.as_ref().map_or(now, |p| p.first);
-                    pending = Some(Pending { first, last: now });
+                    pending = Some(Pending::after(pending));
                 }
                 if effect.watch_status {
                     watching.report(&status);
@@ -212,9 +210,7 @@ pub async fn run_kube(
             }
             Some((index, change)) = watching.extra_messages.recv() => {
                 if watching.extra.apply(index, change) {
-                    let now = Instant::now();
-                    let first = pending.as_ref().map_or(now, |p| p.first);
-                    pending = Some(Pending { first, last: now });
+                    pending = Some(Pending::after(pending));
                 }
                 watching.report(&status);
             }
@@ -312,10 +308,11 @@ struct Pending {
 }
 
 impl Pending {
-    fn now() -> Pending {
+    /// A change now, on top of those still `pending`.
+    fn after(pending: Option<Pending>) -> Pending {
         let now = Instant::now();
         Pending {
-            first: now,
+            first: pending.map_or(now, |p| p.first),
             last: now,
         }
     }

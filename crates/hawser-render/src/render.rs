@@ -9,7 +9,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::config::{ConfigError, RenderConfig, Settings};
-use crate::gateway::{self, GatewayTable};
+use crate::gateway::{self, GatewayStatus, GatewayTable};
 use crate::gateway_frontends::{self, GatewayView};
 use crate::ingress::{self, RouteTable, Target, TlsUse};
 use crate::library::ENTRY_TEMPLATE;
@@ -72,6 +72,9 @@ pub struct Rendered {
     /// The configuration it was rendered under: whoever renders the same
     /// store again (for another agent's settings, or a dry run) uses it.
     pub config: Arc<RenderConfig>,
+    /// The Gateway API status this render's objects earn (what a cluster
+    /// writes on GatewayClasses, Gateways and routes).
+    pub gateway_status: Arc<GatewayStatus>,
 }
 
 /// Holds the compiled templates and the generated default certificate, so
@@ -146,7 +149,7 @@ impl Renderer {
         let mut files = FileSet::default();
 
         let mut routes = ingress::route_table(store, &settings.ingress_controller, &mut diags);
-        let (gateway_table, _) =
+        let (gateway_table, gateway_status) =
             gateway::gateway_table(store, &settings.gateway_controller, &mut diags);
         let gateway_view = gateway_frontends::gateway_view(&gateway_table, settings, &mut diags);
         let mut referenced = routes.backends.clone();
@@ -217,6 +220,7 @@ impl Renderer {
             plan,
             diagnostics: diags.finish(),
             config: Arc::clone(&self.config),
+            gateway_status: Arc::new(gateway_status),
         })
     }
 

@@ -5,8 +5,28 @@
 
 mod support;
 
-use hawser_model::{Object, Store};
+use hawser_model::{EndpointSlice, Object, Store};
 use hawser_render::RenderConfig;
+
+/// `store` with `change` made to every EndpointSlice of its Services.
+fn with_slices(store: &Store, change: impl Fn(&mut EndpointSlice)) -> Store {
+    let mut store = store.clone();
+    let slices: Vec<_> = store
+        .services()
+        .flat_map(|s| {
+            store
+                .endpoint_slices_for(&s.key)
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(!slices.is_empty());
+    for mut slice in slices {
+        change(&mut slice);
+        store.insert(Object::EndpointSlice(slice));
+    }
+    store
+}
 
 fn digest(store: &Store, config: RenderConfig) -> String {
     support::renderer(config)
@@ -20,21 +40,7 @@ fn digest(store: &Store, config: RenderConfig) -> String {
 fn endpoint_changes_keep_the_structure() {
     let case = support::render_case("endpoints");
     let before = digest(&case.store, RenderConfig::default());
-    let mut store = case.store.clone();
-    let slices: Vec<_> = store
-        .services()
-        .flat_map(|s| {
-            store
-                .endpoint_slices_for(&s.key)
-                .cloned()
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    assert!(!slices.is_empty());
-    for mut slice in slices {
-        slice.endpoints.retain(|e| !e.ready);
-        store.insert(Object::EndpointSlice(slice));
-    }
+    let store = with_slices(&case.store, |slice| slice.endpoints.retain(|e| !e.ready));
     let after = support::renderer(RenderConfig::default())
         .render(&store)
         .expect("render");
@@ -69,21 +75,7 @@ fn gateway_route_changes_change_the_structure_and_endpoint_changes_do_not() {
     let case = support::render_case("gateway");
     let before = digest(&case.store, RenderConfig::default());
 
-    let mut endpoints = case.store.clone();
-    let slices: Vec<_> = endpoints
-        .services()
-        .flat_map(|s| {
-            endpoints
-                .endpoint_slices_for(&s.key)
-                .cloned()
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    assert!(!slices.is_empty());
-    for mut slice in slices {
-        slice.endpoints.clear();
-        endpoints.insert(Object::EndpointSlice(slice));
-    }
+    let endpoints = with_slices(&case.store, |slice| slice.endpoints.clear());
     assert_eq!(digest(&endpoints, RenderConfig::default()), before);
 
     let mut routes = case.store.clone();

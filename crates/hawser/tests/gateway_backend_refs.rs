@@ -11,10 +11,8 @@
 
 mod support;
 
-use support::{Gateway, Request, Vars, pod, serve_gateway};
+use support::{Gateway, INFRA, Request, Vars, WEB, pod, serve_gateway};
 
-const INFRA: &str = "gateway-conformance-infra";
-const WEB: &str = "gateway-conformance-web-backend";
 const HOST: &str = "refs.example.com";
 
 async fn gateway() -> Gateway {

@@ -11,9 +11,8 @@
 
 mod support;
 
-use support::{Gateway, Vars, pod, serve_gateway};
+use support::{Gateway, INFRA, Vars, pod, serve_gateway};
 
-const INFRA: &str = "gateway-conformance-infra";
 const HOST: &str = "grpc.example.com";
 const ECHO_SERVICE: &str = "gateway_api_conformance.echo_basic.grpcecho.GrpcEcho";
 

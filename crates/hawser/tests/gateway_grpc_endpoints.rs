@@ -13,9 +13,8 @@ mod support;
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use support::{TIMEOUT, Vars, pod, serve_gateway};
+use support::{INFRA, TIMEOUT, Vars, pod, serve_gateway};
 
-const INFRA: &str = "gateway-conformance-infra";
 const HOST: &str = "grpc.example.com";
 
 /// The EndpointSlice with both pods.

@@ -11,9 +11,8 @@
 
 mod support;
 
-use support::{Gateway, Request, TestCertificate, Vars, pod, serve_gateway};
+use support::{Gateway, INFRA, Request, TestCertificate, Vars, pod, serve_gateway};
 
-const INFRA: &str = "gateway-conformance-infra";
 const HOST: &str = "secure.example.com";
 /// The subject of the certificate hawser generates when none is configured.
 const DEFAULT_CERTIFICATE_CN: &str = "hawser default certificate";

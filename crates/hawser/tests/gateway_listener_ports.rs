@@ -13,9 +13,8 @@ mod support;
 
 use std::net::SocketAddr;
 
-use support::{Gateway, Request, Run, TestCertificate, Vars, pod, serve_gateway};
+use support::{Gateway, INFRA, Request, Run, TestCertificate, Vars, pod, serve_gateway};
 
-const INFRA: &str = "gateway-conformance-infra";
 const HOST: &str = "alt.example.com";
 
 /// The Gateway and the addresses of its two listeners on ports of their own.

@@ -10,9 +10,8 @@
 
 mod support;
 
-use support::{Gateway, Request, Vars, pod, serve_gateway};
+use support::{Gateway, INFRA, Request, Vars, pod, serve_gateway};
 
-const INFRA: &str = "gateway-conformance-infra";
 const HOST: &str = "match.example.com";
 
 async fn gateway() -> Gateway {

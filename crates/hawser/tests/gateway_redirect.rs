@@ -12,9 +12,8 @@
 
 mod support;
 
-use support::{Gateway, Request, Vars, pod, serve_gateway};
+use support::{Gateway, INFRA, Request, Vars, pod, serve_gateway};
 
-const INFRA: &str = "gateway-conformance-infra";
 const HOST: &str = "redirect.example.com";
 
 async fn gateway() -> Gateway {

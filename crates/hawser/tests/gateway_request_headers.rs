@@ -9,9 +9,8 @@
 
 mod support;
 
-use support::{Gateway, Request, Vars, expect_request_header, pod, serve_gateway};
+use support::{Gateway, INFRA, Request, Vars, expect_request_header, pod, serve_gateway};
 
-const INFRA: &str = "gateway-conformance-infra";
 const BACKEND: &str = "infra-backend-v1";
 
 async fn gateway() -> Gateway {

@@ -10,10 +10,7 @@
 
 mod support;
 
-use support::{Gateway, Request, Vars, pod, serve_gateway};
-
-const INFRA: &str = "gateway-conformance-infra";
-const WEB: &str = "gateway-conformance-web-backend";
+use support::{Gateway, INFRA, Request, Vars, WEB, pod, serve_gateway};
 
 async fn gateway() -> Gateway {
     serve_gateway(

@@ -22,7 +22,7 @@ use std::time::Duration;
 use ::kube::Client;
 use ::kube::api::{Api, DynamicObject, Patch, PatchParams};
 use hawser_model::{Kind, ObjectKey, ObjectRef, Store};
-use hawser_render::{GatewayStatus, RouteStatus, gateway_routing};
+use hawser_render::{GatewayStatus, RouteStatus};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
@@ -55,9 +55,10 @@ pub async fn publish_gateway_status(
             && let Some(store) = store
         {
             let controller = &store.config.settings.gateway_controller;
-            let routing = gateway_routing(&store.store, controller);
             writer.failed = false;
-            writer.sync(&store.store, &routing.status, controller).await;
+            writer
+                .sync(&store.store, &store.gateway_status, controller)
+                .await;
         } else {
             // A new leader reads again: another one may have written meanwhile.
             writer.known.clear();

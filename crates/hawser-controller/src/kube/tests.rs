@@ -112,10 +112,8 @@ impl Deliver for Deliveries {
     }
 
     fn rendered(&self, store: &Arc<Store>, rendered: &hawser_render::Rendered) {
-        self.1.send_replace(Some(crate::fleet::RenderedStore {
-            store: Arc::clone(store),
-            config: Arc::clone(&rendered.config),
-        }));
+        self.1
+            .send_replace(Some(crate::fleet::RenderedStore::of(store, rendered)));
     }
 }
 

@@ -28,6 +28,11 @@ impl std::ops::Deref for Gateway {
     }
 }
 
+/// The namespaces the upstream conformance suite's backends live in, which
+/// the fixtures use too.
+pub const INFRA: &str = "gateway-conformance-infra";
+pub const WEB: &str = "gateway-conformance-web-backend";
+
 /// Starts an echo backend per pod, fills the fixture `stem` (plus `vars`)
 /// and serves it with `hawser run` until it is ready.
 pub async fn serve_gateway(stem: &str, pods: &[Pod], mut vars: Vars) -> Gateway {

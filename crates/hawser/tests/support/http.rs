@@ -146,40 +146,10 @@ pub async fn h2_get(
 ) -> Result<Response, String> {
     bounded(async {
         let (stream, tls) = tls_connect(addr, Some(sni), &[b"h2"]).await?;
-        let (mut sender, connection) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
-                .await
-                .map_err(|e| format!("h2 handshake: {e}"))?;
-        tokio::spawn(connection);
         let request = hyper::Request::get(format!("https://{authority}{path}"))
             .body(Empty::<Bytes>::new())
             .map_err(|e| format!("request: {e}"))?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| format!("h2 request: {e}"))?;
-        let status = response.status().as_u16();
-        let headers = response
-            .headers()
-            .iter()
-            .map(|(n, v)| {
-                let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
-                (n.as_str().to_string(), value)
-            })
-            .collect();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| format!("h2 body: {e}"))?
-            .to_bytes()
-            .to_vec();
-        Ok(Response {
-            status,
-            headers,
-            body,
-            tls: Some(tls),
-        })
+        h2_exchange(stream, request, Some(tls)).await
     })
     .await
 }
@@ -191,44 +161,56 @@ pub async fn h2c_grpc(addr: SocketAddr, authority: &str, path: &str) -> Result<R
         let stream = TcpStream::connect(addr)
             .await
             .map_err(|e| format!("connect {addr}: {e}"))?;
-        let (mut sender, connection) =
-            hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
-                .await
-                .map_err(|e| format!("h2c handshake: {e}"))?;
-        tokio::spawn(connection);
         let request = hyper::Request::post(format!("http://{authority}{path}"))
             .header("content-type", "application/grpc")
             .header("te", "trailers")
             .body(Empty::<Bytes>::new())
             .map_err(|e| format!("request: {e}"))?;
-        let response = sender
-            .send_request(request)
-            .await
-            .map_err(|e| format!("h2c request: {e}"))?;
-        let status = response.status().as_u16();
-        let headers = response
-            .headers()
-            .iter()
-            .map(|(n, v)| {
-                let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
-                (n.as_str().to_string(), value)
-            })
-            .collect();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| format!("h2c body: {e}"))?
-            .to_bytes()
-            .to_vec();
-        Ok(Response {
-            status,
-            headers,
-            body,
-            tls: None,
-        })
+        h2_exchange(stream, request, None).await
     })
     .await
+}
+
+/// One HTTP/2 request on a fresh connection over `stream`, read whole.
+async fn h2_exchange<S>(
+    stream: S,
+    request: hyper::Request<Empty<Bytes>>,
+    tls: Option<TlsInfo>,
+) -> Result<Response, String>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .map_err(|e| format!("h2 handshake: {e}"))?;
+    tokio::spawn(connection);
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| format!("h2 request: {e}"))?;
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(n, v)| {
+            let value = String::from_utf8_lossy(v.as_bytes()).into_owned();
+            (n.as_str().to_string(), value)
+        })
+        .collect();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| format!("h2 body: {e}"))?
+        .to_bytes()
+        .to_vec();
+    Ok(Response {
+        status,
+        headers,
+        body,
+        tls,
+    })
 }
 
 async fn bounded<F>(exchange: F) -> Result<Response, String>

@@ -46,7 +46,7 @@ use std::time::Duration;
 pub use backends::{Backends, Pod, pod};
 pub use certs::TestCertificate;
 pub use fixture::{Manifests, Vars, fixture_dir, render, repository_dir};
-pub use gateway::{Gateway, expect_request_header, serve_gateway};
+pub use gateway::{Gateway, INFRA, WEB, expect_request_header, serve_gateway};
 pub use haproxy::{Haproxy, NO_ROUTE_BODY};
 pub use http::{Request, Response, TlsInfo};
 pub use keep_alive::get_on_one_connection;

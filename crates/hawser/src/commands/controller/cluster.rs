@@ -134,9 +134,11 @@ impl Cluster {
         let (agents_tx, agents) = watch::channel(live.agent_discovery(&self.spec));
         let source_tx = Arc::new(source_tx);
         let agents_tx = Arc::new(agents_tx);
-        // spec.tests run against the newest objects with HAProxy beside the
-        // controller: the first time once there are objects, then on every change.
+        // HAProxy beside the controller: it runs the webhook's check and
+        // spec.tests, which run against the newest objects the first time
+        // once there are objects, then on every change.
         let haproxy = HaproxyBinary::locate().ok();
+        let webhook_haproxy = haproxy.clone();
         let snapshots = fleet.sink().subscribe();
         if source.borrow().renderer.is_some() && !self.spec.tests.is_empty() {
             tokio::spawn(prove_start_tests(
@@ -239,7 +241,7 @@ impl Cluster {
                 snapshots,
                 config: Arc::new(started.config.clone()),
                 default_certificate: started.default_certificate.clone(),
-                haproxy: HaproxyBinary::locate().ok(),
+                haproxy: webhook_haproxy,
             };
             info!("admission webhook on https://{listen}/validate");
             tokio::spawn(serve_tls(
