@@ -17,6 +17,9 @@ pub enum EchoError {
     /// The bound listener could not report its address.
     #[error("failed to read the echo server's bound address")]
     LocalAddr(#[source] io::Error),
+    /// The TLS certificate or key could not be used.
+    #[error("invalid TLS certificate or key for the echo server: {0}")]
+    Tls(String),
     /// The accept loop failed.
     #[error("echo server on {addr} stopped serving")]
     Serve {
@@ -34,6 +37,7 @@ impl EchoError {
         match self {
             Self::Bind { .. } => "bind",
             Self::LocalAddr(_) => "local_addr",
+            Self::Tls(_) => "tls",
             Self::Serve { .. } => "serve",
         }
     }

@@ -1,7 +1,7 @@
 //! The echo backend behind hawser's local demo and end-to-end tests.
 //!
 //! ```text
-//!  request (HTTP/1.1 or h2c, any method, any path)
+//!  request (HTTP/1.1 or h2c, in clear text or over TLS; any method, any path)
 //!      │
 //!      ▼
 //!  EchoServer ──► 200 application/json EchoReply
@@ -20,8 +20,10 @@ mod config;
 mod error;
 mod reply;
 mod server;
+mod tls;
 
 pub use config::EchoConfig;
 pub use error::EchoError;
 pub use reply::{EchoReply, POD_HEADER, STATUS_HEADER};
 pub use server::{EchoServer, serve};
+pub use tls::tls_config;

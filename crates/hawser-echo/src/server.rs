@@ -13,6 +13,7 @@ use tokio::net::TcpListener;
 use crate::{
     EchoConfig, EchoError,
     reply::{self, EchoReply, POD_HEADER},
+    tls::TlsListener,
 };
 
 /// Request bodies are read (so HTTP/1.1 connections stay reusable) but not
@@ -28,6 +29,7 @@ pub struct EchoServer {
     listener: TcpListener,
     addr: SocketAddr,
     identity: Arc<EchoConfig>,
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl EchoServer {
@@ -45,7 +47,15 @@ impl EchoServer {
             listener,
             addr,
             identity: Arc::new(config),
+            tls: None,
         })
+    }
+
+    /// Serves over TLS with `tls` (see [`crate::tls_config`]) instead of in
+    /// clear text.
+    pub fn with_tls(mut self, tls: Arc<rustls::ServerConfig>) -> Self {
+        self.tls = Some(tls);
+        self
     }
 
     /// The address actually bound (the chosen port when listening on port 0).
@@ -53,19 +63,29 @@ impl EchoServer {
         self.addr
     }
 
-    /// Serves HTTP/1.1 and h2c (prior knowledge) until `shutdown` resolves,
-    /// then lets in-flight requests finish.
+    /// Serves HTTP/1.1 and h2c (prior knowledge), or both over TLS, until
+    /// `shutdown` resolves, then lets in-flight requests finish.
     pub async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), EchoError> {
         let addr = self.addr;
         let router = Router::new().fallback(echo).with_state(self.identity);
-        tracing::info!(%addr, "echo server listening");
-        axum::serve(self.listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await
-            .map_err(|source| EchoError::Serve { addr, source })?;
+        tracing::info!(%addr, tls = self.tls.is_some(), "echo server listening");
+        match self.tls {
+            None => axum::serve(self.listener, router)
+                .with_graceful_shutdown(shutdown)
+                .await
+                .map_err(|source| EchoError::Serve { addr, source })?,
+            Some(tls) => {
+                let listener =
+                    TlsListener::new(self.listener, tls).map_err(EchoError::LocalAddr)?;
+                axum::serve(listener, router)
+                    .with_graceful_shutdown(shutdown)
+                    .await
+                    .map_err(|source| EchoError::Serve { addr, source })?
+            }
+        }
         tracing::info!(%addr, "echo server stopped");
         Ok(())
     }

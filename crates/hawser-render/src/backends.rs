@@ -11,7 +11,7 @@ use hawser_model::{
     Kind, ObjectKey, ObjectRef, Service, ServicePort, ServicePortRef, ServiceType, Store,
 };
 
-use crate::plan::{BackendPlan, ServerPlan, ServerState};
+use crate::plan::{BackendMode, BackendPlan, ServerPlan, ServerState};
 use crate::report::Diagnostics;
 use crate::validate;
 
@@ -129,6 +129,7 @@ pub(crate) fn backend_plans(
                 balance: "roundrobin".to_string(),
                 timeout_server: None,
                 servers: Vec::new(),
+                mode: BackendMode::Http,
             };
             let service_key = ObjectKey::new(&key.namespace, &key.service);
             let Some(service) = store.service(&service_key) else {
@@ -266,6 +267,7 @@ mod tests {
             balance: "roundrobin".to_string(),
             timeout_server: None,
             servers: Vec::new(),
+            mode: BackendMode::Http,
         };
         assert!(plan.serves_service("app", "web"));
         assert!(!plan.serves_service("app", "we"));

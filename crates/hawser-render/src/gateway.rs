@@ -39,6 +39,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use hawser_model::{Gateway, GrpcRoute, HttpRoute, Kind, ObjectKey, ObjectRef, RouteMeta, Store};
 
 use self::compiled::Compiled;
+pub(crate) use self::hostname::{HostRank, rank as host_rank};
 use self::listeners::ListenerState;
 pub use self::status::{
     ClassStatus, Condition, ConditionStatus, GatewayObjectStatus, GatewayStatus, ListenerStatus,

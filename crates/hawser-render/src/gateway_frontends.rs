@@ -7,6 +7,7 @@
 //!    rules in precedence order                │                  ingress_rules (frontend ingress)
 //!                                             │                  frontends (a port of their own)
 //!                                             └─► RuleView: id, conditions, actions, backends
+//!  GatewayTable ──listeners (TLS passthrough, TCP)──► streams (`mode tcp`, see `stream`)
 //! ```
 //!
 //! GRPCRoute rules follow the listener's HTTPRoute rules (the two kinds never
@@ -26,6 +27,7 @@
 mod actions;
 mod conditions;
 mod grpc;
+mod stream;
 
 use std::collections::BTreeMap;
 
@@ -33,6 +35,7 @@ use hawser_model::{Kind, ObjectRef};
 use serde::Serialize;
 
 pub(crate) use self::conditions::Condition;
+pub(crate) use self::stream::{REFUSED_BACKEND, StreamFrontendView, TCP_SUFFIX};
 use crate::backends::BackendKey;
 use crate::config::Settings;
 use crate::gateway::{
@@ -55,6 +58,19 @@ pub(crate) struct GatewayView {
     /// each gets an h2c backend named with [`H2_SUFFIX`].
     #[serde(skip)]
     pub h2_backends: BTreeMap<BackendKey, ObjectRef>,
+    /// TLS passthrough and TCP listeners, one `mode tcp` frontend per port.
+    pub streams: Vec<StreamFrontendView>,
+    /// The `mode tcp` backend without servers that closes what no stream
+    /// route can take ([`REFUSED_BACKEND`]).
+    pub refused_backend: &'static str,
+    /// When set, `frontend ingress` takes HTTPS on this unix socket instead
+    /// of `settings.https_port`, behind the stream frontend that passes
+    /// some SNI names through on that port.
+    pub https_socket: Option<String>,
+    /// Service ports TLSRoutes and TCPRoutes send to, with the first route
+    /// that asked: each gets a `mode tcp` backend named with [`TCP_SUFFIX`].
+    #[serde(skip)]
+    pub tcp_backends: BTreeMap<BackendKey, ObjectRef>,
 }
 
 /// A frontend of its own for the listeners on one port.
@@ -65,6 +81,9 @@ pub(crate) struct FrontendView {
     pub port: u16,
     /// Binds with TLS on the shared crt-list (an HTTPS listener is on it).
     pub tls: bool,
+    /// Binds this unix socket instead of the port, behind the stream
+    /// frontend of a TLS passthrough listener on the same port.
+    pub socket: Option<String>,
     pub rules: Vec<RuleView>,
 }
 
@@ -184,7 +203,8 @@ fn own_port(listener: &ListenerEntry) -> Option<u16> {
     }
 }
 
-/// The view of every HTTP and HTTPS listener's HTTPRoute and GRPCRoute rules.
+/// The view of every listener: HTTP and HTTPS ones with their HTTPRoute and
+/// GRPCRoute rules, TLS passthrough and TCP ones as stream frontends.
 /// A listener that would need a frontend of its own on a port the
 /// configuration already binds (the HTTP, HTTPS or health port, or 80 / 443
 /// with the other protocol) is not served, with a warning: binding it twice
@@ -249,6 +269,7 @@ pub(crate) fn gateway_view(
                         name: format!("gw_{port}"),
                         port,
                         tls: false,
+                        socket: None,
                         rules: Vec::new(),
                     });
                     frontend.tls |= listener.protocol == ListenerProtocol::Https;
@@ -257,6 +278,11 @@ pub(crate) fn gateway_view(
             }
         }
     }
+    let streams = stream::stream_frontends(&table.gateways, settings, &mut own, diags);
+    view.refused_backend = REFUSED_BACKEND;
+    view.streams = streams.frontends;
+    view.https_socket = streams.https_socket;
+    view.tcp_backends = streams.tcp_backends;
     view.frontends = own.into_values().collect();
     view
 }

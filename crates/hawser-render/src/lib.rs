@@ -49,8 +49,8 @@ pub use gateway::{
 };
 pub use library::{ENTRY_TEMPLATE, EXTENSION_POINTS, LIBRARY};
 pub use plan::{
-    BackendPlan, CertificatePlan, CrtListEntry, CrtListPlan, MapEntry, MapPlan, MatchKind, Plan,
-    ServerPlan, ServerState,
+    BackendMode, BackendPlan, CertificatePlan, CrtListEntry, CrtListPlan, MapEntry, MapPlan,
+    MatchKind, Plan, ServerPlan, ServerState,
 };
 pub use render::{
     CONFIG_PATH, NOT_FOUND_BACKEND, ROUTE_KEY_END, ROUTES_MAP_PATH, RenderError, Rendered, Renderer,

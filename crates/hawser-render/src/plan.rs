@@ -34,6 +34,18 @@ pub struct BackendPlan {
     pub timeout_server: Option<String>,
     /// Sorted by name; names are derived from the endpoint, so they survive reorders.
     pub servers: Vec<ServerPlan>,
+    /// What the backend carries: HTTP requests, or TCP connections (the twin
+    /// of a Service port's backend that TLSRoutes and TCPRoutes send to).
+    #[serde(default)]
+    pub mode: BackendMode,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendMode {
+    #[default]
+    Http,
+    Tcp,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,7 +13,7 @@ use crate::gateway::{self, GatewayStatus, GatewayTable};
 use crate::gateway_frontends::{self, GatewayView};
 use crate::ingress::{self, RouteTable, Target, TlsUse};
 use crate::library::ENTRY_TEMPLATE;
-use crate::plan::{BackendPlan, MapEntry, MapPlan, MatchKind, Plan};
+use crate::plan::{BackendMode, BackendPlan, MapEntry, MapPlan, MatchKind, Plan};
 use crate::report::{Diagnostic, Diagnostics};
 use crate::tls::{self, CertificatePem};
 use crate::{FileKind, FileSet, backends, engine};
@@ -160,6 +160,7 @@ impl Renderer {
         }
         let mut backends = backends::backend_plans(store, &referenced, &mut diags);
         backends.extend(h2_backends(store, &gateway_view, &mut diags));
+        backends.extend(tcp_backends(store, &gateway_view, &mut diags));
         backends.sort_by(|a, b| a.name.cmp(&b.name));
         add_listener_certificates(&mut routes.tls, &gateway_table);
         let maps = route_maps(&routes);
@@ -275,6 +276,18 @@ fn h2_backends(store: &Store, view: &GatewayView, diags: &mut Diagnostics) -> Ve
         for server in &mut plan.servers {
             server.proto = Some("h2".to_string());
         }
+    }
+    plans
+}
+
+/// The `mode tcp` twins of the Service-port backends TLSRoutes and
+/// TCPRoutes send to: the same servers, given whole connections.
+fn tcp_backends(store: &Store, view: &GatewayView, diags: &mut Diagnostics) -> Vec<BackendPlan> {
+    let mut plans = backends::backend_plans(store, &view.tcp_backends, diags);
+    for plan in &mut plans {
+        plan.name.push_str(gateway_frontends::TCP_SUFFIX);
+        plan.source.push_str(" over TCP");
+        plan.mode = BackendMode::Tcp;
     }
     plans
 }

@@ -132,7 +132,7 @@ fn replacing_an_object_with_itself_changes_nothing() {
 }
 
 /// Every object of the case's store that can affect a render: Ingresses,
-/// IngressClasses, Gateway API classes, Gateways, HTTPRoutes and GRPCRoutes, Services
+/// IngressClasses, Gateway API classes, Gateways, their routes, Services
 /// with their EndpointSlices, and the Secrets that Ingresses, Gateway
 /// listeners or the config name.
 fn objects(case: &Case) -> Vec<Object> {
@@ -183,6 +183,8 @@ fn objects(case: &Case) -> Vec<Object> {
     objects.extend(store.gateways().cloned().map(Object::Gateway));
     objects.extend(store.http_routes().cloned().map(Object::HttpRoute));
     objects.extend(store.grpc_routes().cloned().map(Object::GrpcRoute));
+    objects.extend(store.tls_routes().cloned().map(Object::TlsRoute));
+    objects.extend(store.tcp_routes().cloned().map(Object::TcpRoute));
     objects
 }
 

@@ -282,4 +282,10 @@ pub struct EchoArgs {
     /// Ingress name reported in every answer.
     #[arg(long, env = "INGRESS_NAME", default_value = "")]
     pub ingress: String,
+    /// Serve over TLS with this PEM certificate chain (needs --tls-key).
+    #[arg(long, requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }

@@ -1,6 +1,6 @@
 //! Table-driven: each kind of change → the runtime operations or a reload.
 
-use hawser_render::{CrtListPlan, MapEntry, MapPlan, MatchKind};
+use hawser_render::{BackendMode, CrtListPlan, MapEntry, MapPlan, MatchKind};
 
 use super::*;
 
@@ -41,6 +41,7 @@ fn base() -> Version {
             balance: "roundrobin".to_string(),
             timeout_server: None,
             servers: vec![server("a", "10.0.0.1", 80), server("b", "10.0.0.2", 80)],
+            mode: BackendMode::Http,
         }],
         maps: vec![MapPlan {
             path: "maps/exact.map".to_string(),

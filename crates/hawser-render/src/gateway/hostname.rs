@@ -61,9 +61,9 @@ pub(super) fn overlap(a: Option<&str>, b: Option<&str>) -> bool {
 
 /// Sorts most specific first: exact hostnames (longest first), then
 /// wildcards (longest first), then any host.
-pub(super) type HostRank = (u8, Reverse<usize>);
+pub(crate) type HostRank = (u8, Reverse<usize>);
 
-pub(super) fn rank(hostname: Option<&str>) -> HostRank {
+pub(crate) fn rank(hostname: Option<&str>) -> HostRank {
     match hostname {
         None => (2, Reverse(0)),
         Some(h) if h.starts_with('*') => (1, Reverse(h.len())),

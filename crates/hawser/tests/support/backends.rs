@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use super::Vars;
 use super::process::{ChildGuard, hawser_command};
+use super::{TestCertificate, Vars};
 
 /// How many times a Service's pods are started afresh when one cannot bind.
 const BIND_ATTEMPTS: usize = 5;
@@ -33,6 +33,8 @@ pub struct Pod {
     pub namespace: String,
     pub service: String,
     pub name: String,
+    /// Serves over TLS with this certificate and key (PEM) when set.
+    pub tls: Option<(String, String)>,
 }
 
 /// `pod("shop", "web", "web-a")`: pod `web-a` of Service `shop/web`.
@@ -41,6 +43,15 @@ pub fn pod(namespace: &str, service: &str, name: &str) -> Pod {
         namespace: namespace.to_string(),
         service: service.to_string(),
         name: name.to_string(),
+        tls: None,
+    }
+}
+
+impl Pod {
+    /// The pod serves over TLS with `certificate`.
+    pub fn with_tls(mut self, certificate: &TestCertificate) -> Pod {
+        self.tls = Some((certificate.cert_pem.clone(), certificate.key_pem.clone()));
+        self
     }
 }
 
@@ -50,6 +61,8 @@ pub struct Echo {
     pub pod: Pod,
     pub addr: SocketAddr,
     _process: ChildGuard,
+    /// Holds the certificate and key files of a TLS pod.
+    _tls_files: Option<tempfile::TempDir>,
 }
 
 impl Echo {
@@ -63,6 +76,17 @@ impl Echo {
             .args(["--namespace", &pod.namespace])
             .args(["--service", &pod.service])
             .args(["--pod", &pod.name]);
+        let tls_files = pod.tls.as_ref().map(|(cert, key)| {
+            let dir = tempfile::tempdir().expect("a directory for the pod's certificate");
+            std::fs::write(dir.path().join("tls.crt"), cert).expect("write the certificate");
+            std::fs::write(dir.path().join("tls.key"), key).expect("write the key");
+            command
+                .arg("--tls-cert")
+                .arg(dir.path().join("tls.crt"))
+                .arg("--tls-key")
+                .arg(dir.path().join("tls.key"));
+            dir
+        });
         let process = ChildGuard::spawn(format!("echo {}", pod.name), &mut command);
         let line = process.next_stdout_line().unwrap_or_default();
         let addr = line
@@ -73,6 +97,7 @@ impl Echo {
                 pod: pod.clone(),
                 addr,
                 _process: process,
+                _tls_files: tls_files,
             }),
             None => Err(format!(
                 "echo {} on {listen} did not start:\n{}",
