@@ -27,6 +27,7 @@
 mod actions;
 mod conditions;
 mod grpc;
+mod map_routes;
 mod stream;
 
 use std::collections::BTreeMap;
@@ -35,6 +36,8 @@ use hawser_model::{Kind, ObjectRef};
 use serde::Serialize;
 
 pub(crate) use self::conditions::Condition;
+pub(crate) use self::map_routes::GATEWAY_MAP_PATH;
+use self::map_routes::GatewayMap;
 pub(crate) use self::stream::{REFUSED_BACKEND, StreamFrontendView, TCP_SUFFIX};
 use crate::backends::BackendKey;
 use crate::config::Settings;
@@ -52,6 +55,14 @@ pub(crate) const H2_SUFFIX: &str = "_h2";
 pub(crate) struct GatewayView {
     /// Rules served by `frontend ingress`, before its Ingress maps.
     pub ingress_rules: Vec<RuleView>,
+    /// `frontend ingress`'s scope in the gateway map, when it serves a
+    /// Gateway listener (see `map_routes`).
+    pub ingress_scope: Option<String>,
+    /// Path of the gateway map (simple HTTPRoute rules, runtime-updatable).
+    pub map: &'static str,
+    /// The gateway map, when a frontend serves a Gateway listener.
+    #[serde(skip)]
+    pub map_plan: Option<crate::plan::MapPlan>,
     /// Listeners on other ports, one frontend per port, by port.
     pub frontends: Vec<FrontendView>,
     /// Service ports GRPCRoutes send to, with the first route that asked:
@@ -76,7 +87,7 @@ pub(crate) struct GatewayView {
 /// A frontend of its own for the listeners on one port.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct FrontendView {
-    /// `gw_<port>`.
+    /// `gw_<port>`; also its scope in the gateway map.
     pub name: String,
     pub port: u16,
     /// Binds with TLS on the shared crt-list (an HTTPS listener is on it).
@@ -92,6 +103,9 @@ pub(crate) struct FrontendView {
 pub(crate) struct RuleView {
     /// Unique in the configuration (`r<n>`); what `txn.gw_rule` holds.
     pub id: String,
+    /// Where the rule stands in the spec's precedence, as a number the
+    /// gateway map's entries carry too: lower goes first.
+    pub rank: u64,
     /// For a comment: `HTTPRoute app/web rule 0 match 1 on Gateway app/gw listener http`.
     pub source: String,
     /// All must hold for the rule to be chosen.
@@ -111,6 +125,7 @@ impl RuleView {
     fn new(id: String, source: String, conditions: Vec<Condition>) -> RuleView {
         RuleView {
             id,
+            rank: map_routes::GRPC_RANK,
             source,
             conditions,
             pick: None,
@@ -195,6 +210,9 @@ pub(crate) fn log_format_literal(value: &str) -> String {
     value.replace('%', "%%")
 }
 
+/// `frontend ingress`'s scope in the gateway map.
+const INGRESS_SCOPE: &str = "ingress";
+
 /// Where a listener is served: `None` for `frontend ingress`, else its port.
 fn own_port(listener: &ListenerEntry) -> Option<u16> {
     match (listener.port, listener.protocol) {
@@ -223,6 +241,7 @@ pub(crate) fn gateway_view(
     ];
     let mut view = GatewayView::default();
     let mut own: BTreeMap<u16, FrontendView> = BTreeMap::new();
+    let mut map = GatewayMap::default();
     let mut next_id = 0usize;
     for gateway in &table.gateways {
         for listener in &gateway.listeners {
@@ -245,10 +264,25 @@ pub(crate) fn gateway_view(
                 continue;
             }
             let origin = format!("on Gateway {} listener {}", gateway.gateway, listener.name);
+            let frontend =
+                own_port(listener).map_or(INGRESS_SCOPE.to_string(), |p| format!("gw_{p}"));
+            let scope = map_routes::scope(&frontend, listener.protocol);
             let mut rules: Vec<RuleView> = Vec::new();
             for entry in &listener.http_rules {
-                next_id += 1;
-                rules.push(http_rule(format!("r{next_id}"), &origin, listener, entry));
+                let rank = map_routes::rank(entry);
+                let host = entry.hostname.as_deref();
+                match map_routes::simple_backend(entry) {
+                    Some(backend) if !map.ties(&scope, rank, host) => {
+                        map.add(&scope, entry, backend);
+                    }
+                    _ => {
+                        map.note_acl(&scope, rank, host);
+                        next_id += 1;
+                        let mut rule = http_rule(format!("r{next_id}"), &origin, listener, entry);
+                        rule.rank = rank;
+                        rules.push(rule);
+                    }
+                }
             }
             for entry in &listener.grpc_rules {
                 next_id += 1;
@@ -263,7 +297,10 @@ pub(crate) fn gateway_view(
                 }
             }
             match own_port(listener) {
-                None => view.ingress_rules.extend(rules),
+                None => {
+                    view.ingress_scope = Some(INGRESS_SCOPE.to_string());
+                    view.ingress_rules.extend(rules);
+                }
                 Some(port) => {
                     let frontend = own.entry(port).or_insert_with(|| FrontendView {
                         name: format!("gw_{port}"),
@@ -283,6 +320,10 @@ pub(crate) fn gateway_view(
     view.streams = streams.frontends;
     view.https_socket = streams.https_socket;
     view.tcp_backends = streams.tcp_backends;
+    view.map = GATEWAY_MAP_PATH;
+    if view.ingress_scope.is_some() || !own.is_empty() {
+        view.map_plan = Some(map.into_plan());
+    }
     view.frontends = own.into_values().collect();
     view
 }

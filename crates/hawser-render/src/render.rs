@@ -163,7 +163,9 @@ impl Renderer {
         backends.extend(tcp_backends(store, &gateway_view, &mut diags));
         backends.sort_by(|a, b| a.name.cmp(&b.name));
         add_listener_certificates(&mut routes.tls, &gateway_table);
-        let maps = route_maps(&routes);
+        let mut maps = route_maps(&routes);
+        maps.extend(gateway_view.map_plan.clone());
+        maps.sort_by(|a, b| a.path.cmp(&b.path));
         for map in &maps {
             files.insert(map.path.clone(), FileKind::Map, map.to_file());
         }

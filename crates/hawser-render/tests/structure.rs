@@ -71,7 +71,7 @@ fn settings_and_backend_changes_change_the_structure() {
 }
 
 #[test]
-fn gateway_route_changes_change_the_structure_and_endpoint_changes_do_not() {
+fn gateway_rule_changes_change_the_structure_and_endpoint_changes_do_not() {
     let case = support::render_case("gateway");
     let before = digest(&case.store, RenderConfig::default());
 
@@ -86,4 +86,50 @@ fn gateway_route_changes_change_the_structure_and_endpoint_changes_do_not() {
         routes.insert(Object::HttpRoute(route));
     }
     assert_ne!(digest(&routes, RenderConfig::default()), before);
+}
+
+/// Maps first: HTTPRoute rules that only route a host and path to one
+/// backend live in the gateway map, so adding, moving or removing one
+/// changes the map, not haproxy.cfg.
+#[test]
+fn simple_gateway_routes_change_only_the_gateway_map() {
+    let case = support::render_case("gateway");
+    let rendered = |store: &Store| {
+        hawser_render::Renderer::new(RenderConfig::default())
+            .expect("renderer")
+            .render(store)
+            .expect("render")
+    };
+    let before = rendered(&case.store);
+    let map = |r: &hawser_render::Rendered| {
+        r.plan
+            .maps
+            .iter()
+            .find(|m| m.path == "maps/gateway.map")
+            .expect("the gateway map")
+            .entries
+            .clone()
+    };
+    let mut added = case.store.clone();
+    let mut route = added
+        .http_routes()
+        .find(|r| r.meta.key.name == "secure")
+        .expect("route secure")
+        .clone();
+    route.meta.key.name = "secure-copy".to_string();
+    route.meta.hostnames = vec!["copy.example.com".to_string()];
+    if let Some(m) = route.rules[0].matches.first_mut() {
+        m.path.value = "/copy".to_string();
+    }
+    added.insert(Object::HttpRoute(route));
+    let after = rendered(&added);
+    assert_eq!(after.plan.structure_digest, before.plan.structure_digest);
+    assert_ne!(map(&after), map(&before));
+    assert!(
+        map(&after)
+            .iter()
+            .any(|e| e.key.contains("copy.example.com/copy")),
+        "{:?}",
+        map(&after)
+    );
 }

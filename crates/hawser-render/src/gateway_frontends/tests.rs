@@ -64,6 +64,7 @@ fn listener(port: u16, protocol: ListenerProtocol) -> ListenerEntry {
 fn location(r: RequestRedirect, listener: &ListenerEntry) -> String {
     let mut rule = RuleView {
         id: "r1".to_string(),
+        rank: 0,
         source: String::new(),
         conditions: Vec::new(),
         pick: None,
@@ -146,6 +147,7 @@ fn weights_own_consecutive_ranges_and_zero_owns_none() {
     };
     let mut rule = RuleView {
         id: "r1".to_string(),
+        rank: 0,
         source: String::new(),
         conditions: Vec::new(),
         pick: None,
@@ -195,6 +197,7 @@ fn weights_own_consecutive_ranges_and_zero_owns_none() {
 fn a_single_backend_needs_no_pick() {
     let mut rule = RuleView {
         id: "r1".to_string(),
+        rank: 0,
         source: String::new(),
         conditions: Vec::new(),
         pick: None,
