@@ -111,9 +111,15 @@ impl Deliver for Deliveries {
             .send((generation, Arc::clone(store), Arc::clone(&rendered.config)));
     }
 
-    fn rendered(&self, store: &Arc<Store>, rendered: &hawser_render::Rendered) {
-        self.1
-            .send_replace(Some(crate::fleet::RenderedStore::of(store, rendered)));
+    fn rendered(
+        &self,
+        generation: Generation,
+        store: &Arc<Store>,
+        rendered: &hawser_render::Rendered,
+    ) {
+        self.1.send_replace(Some(crate::fleet::RenderedStore::of(
+            generation, store, rendered,
+        )));
     }
 }
 
