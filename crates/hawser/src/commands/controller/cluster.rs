@@ -6,11 +6,13 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use hawser_controller::addresses::PublishedAddresses;
 use hawser_controller::fleet::{Fleet, Snapshot};
 use hawser_controller::kube::{
     AgentDiscovery, Applied, KubeSourceOptions, LeaseOptions, Refusal, SourceConfig,
-    discover_agents, follow_config, lead, prove_tests, publish_gateway_status, publish_status,
-    report_config, report_rejections, run_kube, shared_default_certificate,
+    discover_agents, follow_config, follow_publish_service, lead, prove_tests,
+    publish_gateway_status, publish_status, report_config, report_rejections, run_kube,
+    shared_default_certificate,
 };
 use hawser_controller::local::ControllerStatus;
 use hawser_controller::webhook::{WebhookState, router, serve_tls};
@@ -219,11 +221,19 @@ impl Cluster {
             leading.clone(),
             stopped(started.stop.clone()),
         ));
+        // The publish Service's addresses, for Ingress status.
         if let Some(service) = &cluster_args.publish_service {
             let key = parse_key(service, "--publish-service")?;
-            tokio::spawn(publish_status(
+            let (addresses_tx, addresses) = watch::channel(PublishedAddresses::unread(key.clone()));
+            tokio::spawn(follow_publish_service(
                 self.client.clone(),
                 key,
+                addresses_tx,
+                stopped(started.stop.clone()),
+            ));
+            tokio::spawn(publish_status(
+                self.client.clone(),
+                addresses,
                 snapshots.clone(),
                 leading,
                 stopped(started.stop.clone()),
