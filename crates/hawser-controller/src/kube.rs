@@ -27,8 +27,8 @@
 //! ([`publish_status`]) and rejection events ([`report_rejections`]) follow
 //! delivered snapshots, Gateway API conditions ([`publish_gateway_status`])
 //! every rendered store.
-//! Ingress status takes its addresses from the publish Service
-//! ([`follow_publish_service`]).
+//! Both status writers take their addresses from the publish Service
+//! ([`follow_publish_service`]); `Programmed` also follows the fleet.
 //!
 //! Agent discovery ([`discover_agents`]) is the other use of the API:
 //! Ready pods become the fleet's agents.
@@ -69,7 +69,7 @@ pub use config_watch::{Applied, follow_config};
 pub use default_certificate::shared_default_certificate;
 pub use discovery::{AgentDiscovery, discover_agents};
 pub use events::report_rejections;
-pub use gateway_api_status::{GATEWAY_STATUS_RETRY, publish_gateway_status};
+pub use gateway_api_status::{GATEWAY_STATUS_RETRY, GatewayStatusSources, publish_gateway_status};
 pub use leader::{LeaseOptions, lead};
 pub use publish_service::follow_publish_service;
 pub use status::{INGRESS_STATUS_RETRY, publish_status};

@@ -1085,3 +1085,4 @@ async fn without_a_valid_configuration_nothing_renders_until_one_arrives() {
 }
 
 mod gateway_api;
+mod gateway_programmed;
