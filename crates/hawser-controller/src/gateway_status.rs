@@ -13,11 +13,13 @@
 //! local mode reports what would be written, not when.
 //!
 //! In a cluster the status writer also holds `Programmed` back until the
-//! fleet serves the Gateway ([`programmed`]) and gives Gateways the publish
-//! Service's addresses ([`addresses`]).
+//! fleet serves the Gateway ([`programmed`]), gives Gateways the publish
+//! Service's addresses ([`addresses`]), and Warning Events name what the
+//! status refuses ([`refusals`]).
 
 mod addresses;
 mod programmed;
+mod refusals;
 
 use hawser_model::{ParentRef, RouteGroupKind};
 use hawser_render::{ClassStatus, Condition, ConditionStatus, GatewayObjectStatus, RouteStatus};
@@ -25,6 +27,7 @@ use serde_json::{Map, Value, json};
 
 pub use addresses::{AddressAssignment, assign_addresses};
 pub use programmed::{CarriedSince, Rollout, programmed_status};
+pub use refusals::{RefusedCondition, refused_conditions};
 
 /// A GatewayClass's `status`.
 pub fn class_stanza(class: &ClassStatus, previous: &Value, now: Option<&str>) -> Value {

@@ -26,7 +26,7 @@
 //! The renders feed the status writers, leader only: Ingress addresses
 //! ([`publish_status`]) and rejection events ([`report_rejections`]) follow
 //! delivered snapshots, Gateway API conditions ([`publish_gateway_status`])
-//! every rendered store.
+//! and refusal events ([`report_gateway_refusals`]) every rendered store.
 //! Both status writers take their addresses from the publish Service
 //! ([`follow_publish_service`]); `Programmed` also follows the fleet.
 //!
@@ -68,7 +68,7 @@ pub use config_status::{Refusal, prove_tests, report_config};
 pub use config_watch::{Applied, follow_config};
 pub use default_certificate::shared_default_certificate;
 pub use discovery::{AgentDiscovery, discover_agents};
-pub use events::report_rejections;
+pub use events::{report_gateway_refusals, report_rejections};
 pub use gateway_api_status::{GATEWAY_STATUS_RETRY, GatewayStatusSources, publish_gateway_status};
 pub use leader::{LeaseOptions, lead};
 pub use publish_service::follow_publish_service;

@@ -1,12 +1,13 @@
 //! A Gateway's `Programmed` and `status.addresses` against the fake API
 //! server: Pending until every agent serves the generation that carries it,
 //! the publish Service's addresses followed as they change, `spec.addresses`
-//! that cannot be honoured reported, each written once.
+//! that cannot be honoured reported, each written once; and Warning Events
+//! for what the Gateway API status refuses.
 
 use ::kube::api::{Api, DynamicObject, Patch, PatchParams};
 
 use super::gateway_api::{
-    apply_gateway, fleet_serving, gateway_status_writes, nudge, resource, status_of,
+    apply_gateway, apply_route, fleet_serving, gateway_status_writes, nudge, resource, status_of,
 };
 use super::*;
 use crate::fleet::FleetStatus;
@@ -234,6 +235,65 @@ async fn with_no_agent_a_gateway_is_pending_and_without_a_publish_service_it_lis
     );
     assert!(status.get("addresses").is_none(), "{status:#}");
     writes_settle_at(&fake, 2).await;
+    let _ = stop.send(true);
+    task.await.unwrap();
+    source.stop().await;
+}
+
+#[tokio::test]
+async fn a_refused_route_parent_gets_one_warning_event_naming_the_reason() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    nudge(&fake, 0);
+    apply_gateway(&fake);
+    apply_route(&fake, "nosuch");
+    let mut source = Source::start(client.clone(), KubeSourceOptions::default());
+    source.next_delivery().await;
+    let (stop, stopped) = stop_signal();
+    let (_leading_tx, leading) = watch::channel(Some(1));
+    let task = tokio::spawn(report_gateway_refusals(
+        client.clone(),
+        "controller-a".into(),
+        source.stores.clone(),
+        leading,
+        stopped(),
+    ));
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), "app");
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    let event = loop {
+        let listed = events.list(&Default::default()).await.unwrap();
+        if let Some(event) = listed.items.into_iter().next() {
+            break event;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no event");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(event.reason.as_deref(), Some("NoMatchingParent"));
+    assert_eq!(event.type_.as_deref(), Some("Warning"));
+    assert_eq!(
+        event.regarding.as_ref().and_then(|r| r.kind.as_deref()),
+        Some("HTTPRoute")
+    );
+    let note = event.note.clone().unwrap_or_default();
+    assert!(
+        note.starts_with("parent Gateway app/edge listener nosuch: "),
+        "{note}"
+    );
+    assert_eq!(
+        event.reporting_controller.as_deref(),
+        Some("hawser.dev/gateway-controller")
+    );
+
+    // Later renders with the same refusal: no new event.
+    nudge(&fake, 1);
+    source.next_delivery().await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let posts = fake
+        .requests()
+        .iter()
+        .filter(|(method, path)| *method == Method::POST && path.contains("/events"))
+        .count();
+    assert_eq!(posts, 1, "{:?}", fake.requests());
     let _ = stop.send(true);
     task.await.unwrap();
     source.stop().await;

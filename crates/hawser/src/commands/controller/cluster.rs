@@ -11,8 +11,8 @@ use hawser_controller::fleet::{Fleet, Snapshot};
 use hawser_controller::kube::{
     AgentDiscovery, Applied, GatewayStatusSources, KubeSourceOptions, LeaseOptions, Refusal,
     SourceConfig, discover_agents, follow_config, follow_publish_service, lead, prove_tests,
-    publish_gateway_status, publish_status, report_config, report_rejections, run_kube,
-    shared_default_certificate,
+    publish_gateway_status, publish_status, report_config, report_gateway_refusals,
+    report_rejections, run_kube, shared_default_certificate,
 };
 use hawser_controller::local::ControllerStatus;
 use hawser_controller::webhook::{WebhookState, router, serve_tls};
@@ -212,6 +212,13 @@ impl Cluster {
             self.client.clone(),
             identity.clone(),
             snapshots.clone(),
+            leading.clone(),
+            stopped(started.stop.clone()),
+        ));
+        tokio::spawn(report_gateway_refusals(
+            self.client.clone(),
+            identity.clone(),
+            fleet.sink().subscribe_stores(),
             leading.clone(),
             stopped(started.stop.clone()),
         ));
