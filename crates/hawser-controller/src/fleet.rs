@@ -125,6 +125,10 @@ pub struct AgentLinkStatus {
     pub agent_applied_generation: u64,
     /// It holds and serves exactly the render meant for it.
     pub converged: bool,
+    /// The newest snapshot generation it was seen serving (its render of
+    /// it, verified); kept while it applies a newer one, cleared when it
+    /// serves something else. Gateway API `Programmed` follows it.
+    pub serving_generation: Option<u64>,
     pub last_outcome: Option<String>,
     /// HAProxy's words, or why the agent could not be reached.
     pub last_error: Option<String>,
@@ -299,9 +303,9 @@ impl Deliver for FleetSink {
         })));
     }
 
-    fn rendered(&self, store: &Arc<Store>, rendered: &hawser_render::Rendered) {
+    fn rendered(&self, generation: u64, store: &Arc<Store>, rendered: &hawser_render::Rendered) {
         self.1
-            .send_replace(Some(RenderedStore::of(store, rendered)));
+            .send_replace(Some(RenderedStore::of(generation, store, rendered)));
     }
 }
 
@@ -310,14 +314,23 @@ impl Deliver for FleetSink {
 /// status the render computed for it.
 #[derive(Debug, Clone)]
 pub struct RenderedStore {
+    /// The generation whose configuration this render is (the last one
+    /// delivered when the render changed nothing): agents serving it, or a
+    /// newer one, serve what this store says.
+    pub generation: u64,
     pub store: Arc<Store>,
     pub config: Arc<RenderConfig>,
     pub gateway_status: Arc<hawser_render::GatewayStatus>,
 }
 
 impl RenderedStore {
-    pub fn of(store: &Arc<Store>, rendered: &hawser_render::Rendered) -> RenderedStore {
+    pub fn of(
+        generation: u64,
+        store: &Arc<Store>,
+        rendered: &hawser_render::Rendered,
+    ) -> RenderedStore {
         RenderedStore {
+            generation,
             store: Arc::clone(store),
             config: Arc::clone(&rendered.config),
             gateway_status: Arc::clone(&rendered.gateway_status),

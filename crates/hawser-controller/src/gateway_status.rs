@@ -11,10 +11,23 @@
 //!
 //! Without a clock (`now: None`) conditions carry no `lastTransitionTime`:
 //! local mode reports what would be written, not when.
+//!
+//! In a cluster the status writer also holds `Programmed` back until the
+//! fleet serves the Gateway ([`programmed`]), gives Gateways the publish
+//! Service's addresses ([`addresses`]), and Warning Events name what the
+//! status refuses ([`refusals`]).
+
+mod addresses;
+mod programmed;
+mod refusals;
 
 use hawser_model::{ParentRef, RouteGroupKind};
 use hawser_render::{ClassStatus, Condition, ConditionStatus, GatewayObjectStatus, RouteStatus};
 use serde_json::{Map, Value, json};
+
+pub use addresses::{AddressAssignment, assign_addresses};
+pub use programmed::{CarriedSince, Rollout, programmed_status};
+pub use refusals::{RefusedCondition, refused_conditions};
 
 /// A GatewayClass's `status`.
 pub fn class_stanza(class: &ClassStatus, previous: &Value, now: Option<&str>) -> Value {

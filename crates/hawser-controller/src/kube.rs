@@ -26,7 +26,9 @@
 //! The renders feed the status writers, leader only: Ingress addresses
 //! ([`publish_status`]) and rejection events ([`report_rejections`]) follow
 //! delivered snapshots, Gateway API conditions ([`publish_gateway_status`])
-//! every rendered store.
+//! and refusal events ([`report_gateway_refusals`]) every rendered store.
+//! Both status writers take their addresses from the publish Service
+//! ([`follow_publish_service`]); `Programmed` also follows the fleet.
 //!
 //! Agent discovery ([`discover_agents`]) is the other use of the API:
 //! Ready pods become the fleet's agents.
@@ -40,6 +42,7 @@ mod events;
 mod extra;
 mod gateway_api_status;
 mod leader;
+mod publish_service;
 mod status;
 mod watch;
 
@@ -65,10 +68,11 @@ pub use config_status::{Refusal, prove_tests, report_config};
 pub use config_watch::{Applied, follow_config};
 pub use default_certificate::shared_default_certificate;
 pub use discovery::{AgentDiscovery, discover_agents};
-pub use events::report_rejections;
-pub use gateway_api_status::{GATEWAY_STATUS_RETRY, publish_gateway_status};
+pub use events::{report_gateway_refusals, report_rejections};
+pub use gateway_api_status::{GATEWAY_STATUS_RETRY, GatewayStatusSources, publish_gateway_status};
 pub use leader::{LeaseOptions, lead};
-pub use status::{SERVICE_POLL, publish_status};
+pub use publish_service::follow_publish_service;
+pub use status::{INGRESS_STATUS_RETRY, publish_status};
 
 use self::cluster::Cluster;
 use self::extra::{ExtraChange, ExtraObjects};

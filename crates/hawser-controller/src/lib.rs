@@ -14,6 +14,7 @@
 //! trimmed views with their `from_k8s` conversions and fills a
 //! [`hawser_model::Store`]; what a source cannot use is reported, not fatal.
 
+pub mod addresses;
 pub mod admin;
 pub mod config_file;
 pub mod fleet;

@@ -38,8 +38,10 @@ pub trait Deliver {
 
     /// Every store rendered without error, delivered or not (a render
     /// equal to the last is not delivered, but what it was made from may
-    /// still change the status written about it).
-    fn rendered(&self, _store: &Arc<Store>, _rendered: &Rendered) {}
+    /// still change the status written about it). `generation` is the one
+    /// whose configuration this render is: the new one, or the last
+    /// delivered when the render is equal to it.
+    fn rendered(&self, _generation: Generation, _store: &Arc<Store>, _rendered: &Rendered) {}
 }
 
 /// `hawser run`: straight to the in-process agent.
@@ -245,7 +247,6 @@ impl RenderCycle {
             .as_ref()
             .is_some_and(|last| last.files == rendered.files && last.plan == rendered.plan);
         let store = Arc::new(store);
-        sink.rendered(&store, &rendered);
         let generation = if unchanged {
             None
         } else {
@@ -253,9 +254,14 @@ impl RenderCycle {
             self.next_generation += 1;
             info!(generation, "rendered: {} objects", store.len());
             sink.deliver(generation, &store, &rendered);
-            self.last = Some(rendered);
             Some(generation)
         };
+        // A render equal to the last is that generation's configuration.
+        let carried_by = generation.unwrap_or(self.next_generation.saturating_sub(1));
+        sink.rendered(carried_by, &store, &rendered);
+        if generation.is_some() {
+            self.last = Some(rendered);
+        }
         status.send_modify(|s| {
             s.renders += 1;
             s.render_error = None;

@@ -24,6 +24,17 @@ pub struct Gateway {
     pub created: Option<String>,
     pub class_name: String,
     pub listeners: Vec<Listener>,
+    /// `spec.addresses`: the addresses asked for (none: any will do).
+    pub addresses: Vec<GatewayAddress>,
+}
+
+/// A `spec.addresses` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GatewayAddress {
+    /// `IPAddress` (the default), `Hostname`, or an implementation-specific type.
+    pub address_type: String,
+    /// Empty asks for any address of that type.
+    pub value: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

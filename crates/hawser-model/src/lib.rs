@@ -29,8 +29,9 @@ mod stream_route;
 pub use convert::ConvertError;
 pub use endpoints::{Endpoint, EndpointPort, EndpointSlice, SERVICE_NAME_LABEL};
 pub use gateway::{
-    AllowedRoutes, CertificateRef, Gateway, GatewayClass, LabelOperator, LabelRequirement,
-    LabelSelector, Listener, ListenerTls, RouteGroupKind, RouteNamespaces, TlsMode,
+    AllowedRoutes, CertificateRef, Gateway, GatewayAddress, GatewayClass, LabelOperator,
+    LabelRequirement, LabelSelector, Listener, ListenerTls, RouteGroupKind, RouteNamespaces,
+    TlsMode,
 };
 pub use grpc_route::{GrpcMethodMatch, GrpcRoute, GrpcRouteMatch, GrpcRouteRule};
 pub use http_route::{

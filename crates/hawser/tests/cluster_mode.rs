@@ -295,8 +295,9 @@ fn gateway_api(kind: &str, plural: &str) -> ApiResource {
 }
 
 /// The Gateway API side: with TCPRoute's CRD missing the Ingress is still
-/// served, and the leader writes the status of the class, the Gateway and
-/// the route (keeping another controller's entry).
+/// served, and the leader writes the status of the class, the Gateway (
+/// programmed once the agent serves it, with the publish Service's address)
+/// and the route (keeping another controller's entry).
 #[tokio::test]
 async fn the_leader_writes_gateway_api_status_and_a_missing_crd_blocks_nothing() {
     let cluster = start_cluster(|fake, _| {
@@ -373,4 +374,26 @@ async fn the_leader_writes_gateway_api_status_and_a_missing_crd_blocks_nothing()
         (resolved["status"].as_str(), resolved["reason"].as_str()),
         (Some("False"), Some("BackendNotFound"))
     );
+
+    // The agent serves the Gateway: Programmed, on the HAProxy Service's address.
+    let gateways = gateway_api("Gateway", "gateways");
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let status = cluster.fake.get_dynamic(&gateways, "app", "edge").unwrap()["status"].clone();
+        let programmed = status["conditions"]
+            .as_array()
+            .and_then(|all| all.iter().find(|c| c["type"] == "Programmed"))
+            .map(|c| c["status"].clone());
+        if programmed == Some(json!("True"))
+            && status["addresses"] == json!([{"type": "IPAddress", "value": "203.0.113.10"}])
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the Gateway never became Programmed with its address: {status:#}\n{}",
+            cluster.controller.output()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

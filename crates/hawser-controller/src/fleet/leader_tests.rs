@@ -1,6 +1,8 @@
 //! Leadership: only a fleet that leads pushes, with its epoch; losing the
-//! lead stops pushing at once. Against a stub agent over real mutual TLS.
+//! lead stops pushing at once. What an agent serves, as the Gateway status
+//! reads it. Against a stub agent over real mutual TLS.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -17,11 +19,13 @@ use super::*;
 
 const PATIENCE: Duration = Duration::from_secs(20);
 
-/// An agent that holds nothing, records every Apply's epoch and answers no-op.
+/// An agent that records every Apply's epoch and answers no-op; it holds
+/// nothing, unless `applies` is set: then it serves what it is sent.
 #[derive(Clone, Default)]
 struct StubAgent {
     epochs: Arc<Mutex<Vec<(String, u64)>>>,
     state: Arc<Mutex<Option<watch::Sender<v1::State>>>>,
+    applies: Arc<AtomicBool>,
 }
 
 #[tonic::async_trait]
@@ -56,8 +60,21 @@ impl v1::agent_server::Agent for StubAgent {
             .unwrap()
             .push((request.controller.clone(), request.epoch));
         // A fresh state each time, so the leader keeps looking (and pushing).
+        let applies = self.applies.load(Ordering::SeqCst);
         if let Some(state) = self.state.lock().unwrap().as_ref() {
-            state.send_modify(|s| s.phase = format!("after {}", request.generation));
+            state.send_modify(|s| {
+                s.phase = format!("after {}", request.generation);
+                if applies {
+                    s.desired_generation = request.generation;
+                    s.applied_generation = request.generation;
+                    s.files = request
+                        .files
+                        .iter()
+                        .map(|f| (f.path.clone(), f.digest.clone()))
+                        .collect();
+                    s.plan_digest = request.plan_digest.clone();
+                }
+            });
         }
         Ok(tonic::Response::new(v1::ApplyResponse {
             result: Some(v1::ApplyResult {
@@ -127,20 +144,18 @@ async fn until(what: &str, check: impl Fn() -> bool) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn only_the_leader_pushes_and_losing_the_lead_stops_it() {
-    let pki = tempfile::tempdir().unwrap();
+/// A stub agent served over mutual TLS, and the controller's TLS material.
+async fn serve_stub(pki: &std::path::Path) -> (StubAgent, std::net::SocketAddr, SharedMaterial) {
     let ca = issue::new_ca(SystemTime::now(), 30, 1).unwrap();
-    write_identity(&pki.path().join("agent"), &ca, Role::Agent, "hawser-agent");
+    write_identity(&pki.join("agent"), &ca, Role::Agent, "hawser-agent");
     write_identity(
-        &pki.path().join("controller"),
+        &pki.join("controller"),
         &ca,
         Role::Controller,
         "hawser-controller",
     );
-    let agent_tls = material(&pki.path().join("agent"), Role::Agent);
-    let controller_tls = material(&pki.path().join("controller"), Role::Controller);
-
+    let agent_tls = material(&pki.join("agent"), Role::Agent);
+    let controller_tls = material(&pki.join("controller"), Role::Controller);
     let stub = StubAgent::default();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -153,6 +168,61 @@ async fn only_the_leader_pushes_and_losing_the_lead_stops_it() {
             .add_service(v1::agent_server::AgentServer::new(stub.clone()))
             .serve_with_incoming(incoming),
     );
+    (stub, addr, controller_tls)
+}
+
+/// The render of an empty store under `config`.
+fn render(config: RenderConfig) -> (Arc<hawser_model::Store>, hawser_render::Rendered) {
+    let store = Arc::new(hawser_model::Store::new());
+    let rendered = hawser_render::Renderer::new(config)
+        .unwrap()
+        .render(&store)
+        .unwrap();
+    (store, rendered)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_serves_a_generation_until_it_serves_a_newer_one() {
+    let pki = tempfile::tempdir().unwrap();
+    let (stub, addr, controller_tls) = serve_stub(pki.path()).await;
+    stub.applies.store(true, Ordering::SeqCst);
+    let (_leads, leader) = watch::channel(Some(1));
+    let fleet = controller("a", addr, &controller_tls, leader);
+    let sink = fleet.sink();
+    let serving = |fleet: &Fleet| {
+        let status = fleet.status().borrow().clone();
+        status
+            .agents
+            .values()
+            .next()
+            .and_then(|a| a.serving_generation)
+    };
+    let (store, rendered) = render(RenderConfig::default());
+    sink.deliver(1, &store, &rendered);
+    until("it serves generation 1", || serving(&fleet) == Some(1)).await;
+
+    // Generation 2 is pushed but not applied: the agent serves 1 meanwhile.
+    stub.applies.store(false, Ordering::SeqCst);
+    let pushed = pushes_by(&stub, "a").len();
+    let mut changed = RenderConfig::default();
+    changed.settings.http_port = 8080;
+    let (store, rendered) = render(changed);
+    sink.deliver(2, &store, &rendered);
+    until("generation 2 is pushed", || {
+        pushes_by(&stub, "a").len() > pushed + 1
+    })
+    .await;
+    assert_eq!(serving(&fleet), Some(1));
+
+    stub.applies.store(true, Ordering::SeqCst);
+    until("it serves generation 2", || serving(&fleet) == Some(2)).await;
+    fleet.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_leader_pushes_and_losing_the_lead_stops_it() {
+    let pki = tempfile::tempdir().unwrap();
+    let (stub, addr, controller_tls) = serve_stub(pki.path()).await;
 
     let (a_leads, a_leader) = watch::channel(Some(2));
     let (b_leads, b_leader) = watch::channel(None);
@@ -160,11 +230,7 @@ async fn only_the_leader_pushes_and_losing_the_lead_stops_it() {
     let b = controller("b", addr, &controller_tls, b_leader);
     let sink_a = a.sink();
     let sink_b = b.sink();
-    let store = Arc::new(hawser_model::Store::new());
-    let rendered = hawser_render::Renderer::new(RenderConfig::default())
-        .unwrap()
-        .render(&store)
-        .unwrap();
+    let (store, rendered) = render(RenderConfig::default());
     sink_a.deliver(1, &store, &rendered);
     sink_b.deliver(1, &store, &rendered);
 

@@ -229,6 +229,12 @@ impl Link {
             a.connected = true;
             a.target_generation = Some(built.generation);
             a.agent_desired_generation = state.desired_generation;
+            if held {
+                a.serving_generation = Some(built.generation);
+            } else if a.agent_applied_generation != state.applied_generation {
+                // It applied something that is not this render (or started over).
+                a.serving_generation = None;
+            }
             a.agent_applied_generation = state.applied_generation;
             a.converged = held && state.applied_generation == state.desired_generation;
             a.last_outcome = state

@@ -1,7 +1,9 @@
 //! Kubernetes Events on the objects a render rejects, so `kubectl describe
-//! ingress` says why hawser does not serve it. Written by the leader only,
-//! once per rejection (not on every render); kube's recorder folds repeats
-//! into an event series.
+//! ingress` says why hawser does not serve it, and on the Gateway API
+//! objects whose status refuses something (a listener or a route parent not
+//! accepted, or with references that do not resolve), naming the
+//! condition's reason. Written by the leader only, once per rejection (not
+//! on every render); kube's recorder folds repeats into an event series.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -13,7 +15,8 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use tokio::sync::watch;
 use tracing::debug;
 
-use crate::fleet::Snapshot;
+use crate::fleet::{RenderedStore, Snapshot};
+use crate::gateway_status::refused_conditions;
 
 /// The longest note an Event carries (the API server refuses more).
 const NOTE_LIMIT: usize = 1000;
@@ -44,7 +47,7 @@ pub async fn report_rejections(
                 let now: BTreeSet<(ObjectRef, String)> =
                     snapshot.rejected.iter().cloned().collect();
                 for (object, message) in now.difference(&reported) {
-                    publish(&recorder, object, message).await;
+                    publish(&recorder, object, "Rejected", message).await;
                 }
                 reported = now;
             }
@@ -59,14 +62,63 @@ pub async fn report_rejections(
     }
 }
 
-async fn publish(recorder: &Recorder, object: &ObjectRef, message: &str) {
+/// Publishes an Event for every new refusal in the Gateway API status of
+/// the newest rendered store while `leading` is `Some`, until `stop`
+/// resolves. They are reported as the configured Gateway controller.
+pub async fn report_gateway_refusals(
+    client: Client,
+    instance: String,
+    mut stores: watch::Receiver<Option<RenderedStore>>,
+    mut leading: watch::Receiver<Option<u64>>,
+    stop: impl Future<Output = ()>,
+) {
+    tokio::pin!(stop);
+    let mut recorder: Option<(String, Recorder)> = None;
+    let mut reported: BTreeSet<(ObjectRef, &'static str, String)> = BTreeSet::new();
+    loop {
+        let store = stores.borrow_and_update().clone();
+        let leads = leading.borrow_and_update().is_some();
+        match store {
+            Some(store) if leads => {
+                let controller = &store.config.settings.gateway_controller;
+                if recorder.as_ref().is_none_or(|(name, _)| name != controller) {
+                    let reporter = Reporter {
+                        controller: controller.clone(),
+                        instance: Some(instance.clone()),
+                    };
+                    recorder = Some((controller.clone(), Recorder::new(client.clone(), reporter)));
+                }
+                let now: BTreeSet<(ObjectRef, &'static str, String)> =
+                    refused_conditions(&store.gateway_status)
+                        .into_iter()
+                        .map(|r| (r.object, r.reason, r.note))
+                        .collect();
+                if let Some((_, recorder)) = &recorder {
+                    for (object, reason, note) in now.difference(&reported) {
+                        publish(recorder, object, reason, note).await;
+                    }
+                }
+                reported = now;
+            }
+            // A new leader reports what is refused when it takes over.
+            _ => reported.clear(),
+        }
+        tokio::select! {
+            () = &mut stop => return,
+            changed = stores.changed() => if changed.is_err() { return },
+            changed = leading.changed() => if changed.is_err() { return },
+        }
+    }
+}
+
+async fn publish(recorder: &Recorder, object: &ObjectRef, reason: &str, message: &str) {
     let mut note: String = message.chars().take(NOTE_LIMIT).collect();
     if note.len() < message.len() {
         note.push('…');
     }
     let event = Event {
         type_: EventType::Warning,
-        reason: "Rejected".to_string(),
+        reason: reason.to_string(),
         note: Some(note),
         action: "Render".to_string(),
         secondary: None,

@@ -111,9 +111,15 @@ impl Deliver for Deliveries {
             .send((generation, Arc::clone(store), Arc::clone(&rendered.config)));
     }
 
-    fn rendered(&self, store: &Arc<Store>, rendered: &hawser_render::Rendered) {
-        self.1
-            .send_replace(Some(crate::fleet::RenderedStore::of(store, rendered)));
+    fn rendered(
+        &self,
+        generation: Generation,
+        store: &Arc<Store>,
+        rendered: &hawser_render::Rendered,
+    ) {
+        self.1.send_replace(Some(crate::fleet::RenderedStore::of(
+            generation, store, rendered,
+        )));
     }
 }
 
@@ -576,6 +582,34 @@ async fn ingress_ip_becomes(fake: &FakeApi, ip: &str) {
     }
 }
 
+/// A stop signal for the tasks under test: `stopped()` resolves once `true` is sent.
+fn stop_signal() -> (
+    watch::Sender<bool>,
+    impl Fn() -> std::pin::Pin<Box<dyn Future<Output = ()> + Send>>,
+) {
+    let (tx, rx) = watch::channel(false);
+    let stopped = move || {
+        let mut rx = rx.clone();
+        Box::pin(async move {
+            let _ = rx.wait_for(|s| *s).await;
+        }) as std::pin::Pin<Box<dyn Future<Output = ()> + Send>>
+    };
+    (tx, stopped)
+}
+
+/// Follows the publish Service `hawser/hawser-haproxy` as the controller does.
+fn follow_addresses(
+    client: &::kube::Client,
+    stopped: impl Future<Output = ()> + Send + 'static,
+) -> watch::Receiver<crate::addresses::PublishedAddresses> {
+    let service = ObjectKey::new("hawser", "hawser-haproxy");
+    let (tx, rx) = watch::channel(crate::addresses::PublishedAddresses::unread(
+        service.clone(),
+    ));
+    tokio::spawn(follow_publish_service(client.clone(), service, tx, stopped));
+    rx
+}
+
 #[tokio::test]
 async fn ingress_status_is_written_once_per_real_change_by_the_leader_only() {
     let (fake, client) = FakeApi::start();
@@ -593,15 +627,14 @@ async fn ingress_status_is_written_once_per_real_change_by_the_leader_only() {
     };
     let (snapshots_tx, snapshots) = watch::channel(snapshot(1));
     let (leading_tx, leading) = watch::channel(Some(3));
-    let (stop, stopped) = oneshot::channel::<()>();
+    let (stop, stopped) = stop_signal();
+    let addresses = follow_addresses(&client, stopped());
     let task = tokio::spawn(publish_status(
         client,
-        ObjectKey::new("hawser", "hawser-haproxy"),
+        addresses,
         snapshots,
         leading,
-        async move {
-            let _ = stopped.await;
-        },
+        stopped(),
     ));
     ingress_ip_becomes(&fake, "203.0.113.7").await;
     assert_eq!(status_writes(&fake), 1);
@@ -612,20 +645,25 @@ async fn ingress_status_is_written_once_per_real_change_by_the_leader_only() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(status_writes(&fake), 1, "{:?}", fake.requests());
 
+    // The Service changes: followed at once, with no new render.
+    fake.apply(&publish_service("203.0.113.9"));
+    ingress_ip_becomes(&fake, "203.0.113.9").await;
+    assert_eq!(status_writes(&fake), 2);
+
     // Not leading: a new address is left for the leader.
     leading_tx.send_replace(None);
     fake.apply(&publish_service("203.0.113.8"));
     snapshots_tx.send_replace(snapshot(4));
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(status_writes(&fake), 1);
+    assert_eq!(status_writes(&fake), 2);
 
     // Leading again: the new address, once.
     leading_tx.send_replace(Some(4));
     ingress_ip_becomes(&fake, "203.0.113.8").await;
     snapshots_tx.send_replace(snapshot(5));
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(status_writes(&fake), 2);
-    let _ = stop.send(());
+    assert_eq!(status_writes(&fake), 3);
+    let _ = stop.send(true);
     task.await.unwrap();
 }
 
@@ -1047,3 +1085,4 @@ async fn without_a_valid_configuration_nothing_renders_until_one_arrives() {
 }
 
 mod gateway_api;
+mod gateway_programmed;

@@ -10,10 +10,10 @@ use k8s_openapi::api::core::v1 as core;
 
 use super::{invalid, namespaced_key, object_name};
 use crate::{
-    AllowedRoutes, CertificateRef, ConvertError, GATEWAY_API_GROUP, Gateway, GatewayClass,
-    GrantFrom, GrantTo, Kind, LabelOperator, LabelRequirement, LabelSelector, Listener,
-    ListenerTls, NAMESPACE_NAME_LABEL, Namespace, ReferenceGrant, RouteGroupKind, RouteNamespaces,
-    TlsMode,
+    AllowedRoutes, CertificateRef, ConvertError, GATEWAY_API_GROUP, Gateway, GatewayAddress,
+    GatewayClass, GrantFrom, GrantTo, Kind, LabelOperator, LabelRequirement, LabelSelector,
+    Listener, ListenerTls, NAMESPACE_NAME_LABEL, Namespace, ReferenceGrant, RouteGroupKind,
+    RouteNamespaces, TlsMode,
 };
 
 impl GatewayClass {
@@ -45,6 +45,16 @@ impl Gateway {
                 .map(|t| t.0.to_string()),
             class_name: obj.spec.gateway_class_name.clone(),
             listeners,
+            addresses: obj
+                .spec
+                .addresses
+                .iter()
+                .flatten()
+                .map(|a| GatewayAddress {
+                    address_type: a.r#type.clone().unwrap_or_else(|| "IPAddress".to_string()),
+                    value: a.value.clone().unwrap_or_default(),
+                })
+                .collect(),
             key,
         })
     }
@@ -202,6 +212,23 @@ mod tests {
             passthrough.tls.as_ref().map(|t| t.mode),
             Some(TlsMode::Passthrough)
         );
+    }
+
+    #[test]
+    fn gateway_addresses_default_to_ip_addresses() {
+        let obj: gw::Gateway = serde_json::from_value(json!({
+            "metadata": {"name": "gw", "namespace": "infra"},
+            "spec": {"gatewayClassName": "hawser", "listeners": [],
+                "addresses": [{"value": "203.0.113.7"}, {"type": "Hostname"}]},
+        }))
+        .expect("valid Gateway");
+        let gateway = Gateway::from_k8s(&obj).expect("converts");
+        let addresses: Vec<(&str, &str)> = gateway
+            .addresses
+            .iter()
+            .map(|a| (a.address_type.as_str(), a.value.as_str()))
+            .collect();
+        assert_eq!(addresses, [("IPAddress", "203.0.113.7"), ("Hostname", "")]);
     }
 
     #[test]

@@ -77,6 +77,7 @@ fn gateway(listeners: Vec<Listener>) -> Object {
         created: None,
         class_name: "hawser".to_string(),
         listeners,
+        addresses: Vec::new(),
     })
 }
 

@@ -160,7 +160,7 @@ pub struct ClusterArgs {
     #[arg(long)]
     pub webhook_tls_dir: Option<PathBuf>,
     /// `namespace/name` of the Service whose load-balancer addresses go into
-    /// the status of the Ingresses hawser serves.
+    /// the status of the Ingresses and Gateways hawser serves.
     #[arg(long)]
     pub publish_service: Option<String>,
 }

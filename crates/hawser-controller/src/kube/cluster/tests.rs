@@ -199,6 +199,7 @@ fn gateway(certificate: &str) -> Item {
             }),
             allowed_routes: AllowedRoutes::default(),
         }],
+        addresses: Vec::new(),
     }))
 }
 

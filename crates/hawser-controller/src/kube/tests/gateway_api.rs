@@ -8,15 +8,15 @@ use ::kube::api::{Api, ApiResource, DynamicObject};
 use super::*;
 use crate::kube::watch::gateway_api_resource;
 
-const V1: &str = "gateway.networking.k8s.io/v1";
+pub(super) const V1: &str = "gateway.networking.k8s.io/v1";
 
-fn resource(kind: Kind) -> ApiResource {
+pub(super) fn resource(kind: Kind) -> ApiResource {
     gateway_api_resource(kind).unwrap()
 }
 
 /// A GatewayClass of hawser's, a Gateway `app/edge` with one HTTP listener
 /// for routes from namespaces labelled `team=web`, and namespace `app`.
-fn apply_gateway(fake: &FakeApi) {
+pub(super) fn apply_gateway(fake: &FakeApi) {
     fake.apply::<core::Namespace>(&object(json!({
         "metadata": {"name": "app", "labels": {"team": "web"}},
     })));
@@ -49,7 +49,7 @@ fn apply_gateway(fake: &FakeApi) {
 
 /// HTTPRoute `app/web` to Service `web`, naming `section` of Gateway
 /// `edge`; its status holds an entry of another controller's.
-fn apply_route(fake: &FakeApi, section: &str) {
+pub(super) fn apply_route(fake: &FakeApi, section: &str) {
     fake.apply_dynamic(
         &resource(Kind::HttpRoute),
         json!({
@@ -70,7 +70,7 @@ fn apply_route(fake: &FakeApi, section: &str) {
 
 /// Waits until the source renders a store that satisfies `check`
 /// (delivered or not: a render equal to the last is not delivered).
-async fn rendered_where(source: &Source, check: impl Fn(&Store) -> bool) {
+pub(super) async fn rendered_where(source: &Source, check: impl Fn(&Store) -> bool) {
     let mut stores = source.stores.clone();
     tokio::time::timeout(
         PATIENCE,
@@ -82,7 +82,7 @@ async fn rendered_where(source: &Source, check: impl Fn(&Store) -> bool) {
 }
 
 /// Changes Ingress `a`, so that a render is delivered.
-fn nudge(fake: &FakeApi, n: u32) {
+pub(super) fn nudge(fake: &FakeApi, n: u32) {
     fake.apply(&ingress("a", &format!("n{n}.example.com"), None));
 }
 
@@ -94,7 +94,25 @@ fn route_section(store: &Store) -> Option<String> {
         .and_then(|p| p.section_name.clone())
 }
 
-fn gateway_status_writes(fake: &FakeApi) -> usize {
+/// A fleet whose agents serve these generations (`None`: nothing yet).
+pub(super) fn fleet_serving(serving: &[Option<u64>]) -> crate::fleet::FleetStatus {
+    let agents = serving.iter().enumerate().map(|(i, generation)| {
+        let addr = format!("10.0.0.{i}:9443");
+        let agent = crate::fleet::AgentLinkStatus {
+            addr: addr.clone(),
+            connected: true,
+            serving_generation: *generation,
+            ..Default::default()
+        };
+        (addr, agent)
+    });
+    crate::fleet::FleetStatus {
+        epoch: Some(1),
+        agents: agents.collect(),
+    }
+}
+
+pub(super) fn gateway_status_writes(fake: &FakeApi) -> usize {
     fake.requests()
         .iter()
         .filter(|(method, path)| {
@@ -105,7 +123,12 @@ fn gateway_status_writes(fake: &FakeApi) -> usize {
         .count()
 }
 
-async fn status_of(client: &::kube::Client, kind: Kind, namespace: &str, name: &str) -> Value {
+pub(super) async fn status_of(
+    client: &::kube::Client,
+    kind: Kind,
+    namespace: &str,
+    name: &str,
+) -> Value {
     let api: Api<DynamicObject> = if kind.is_cluster_scoped() {
         Api::all_with(client.clone(), &resource(kind))
     } else {
@@ -213,9 +236,16 @@ async fn gateway_status_is_written_once_per_real_change_by_the_leader_only() {
 
     let (leading_tx, leading) = watch::channel(Some(1));
     let (stop, stopped) = oneshot::channel::<()>();
+    // No publish Service; an agent serves every generation this test renders.
+    let (_fleet_tx, fleet) = watch::channel(fleet_serving(&[Some(1000)]));
+    let sources = GatewayStatusSources {
+        stores: source.stores.clone(),
+        fleet,
+        addresses: None,
+    };
     let task = tokio::spawn(publish_gateway_status(
         client.clone(),
-        source.stores.clone(),
+        sources,
         leading,
         async move {
             let _ = stopped.await;

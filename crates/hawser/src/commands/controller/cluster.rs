@@ -6,11 +6,13 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use hawser_controller::addresses::PublishedAddresses;
 use hawser_controller::fleet::{Fleet, Snapshot};
 use hawser_controller::kube::{
-    AgentDiscovery, Applied, KubeSourceOptions, LeaseOptions, Refusal, SourceConfig,
-    discover_agents, follow_config, lead, prove_tests, publish_gateway_status, publish_status,
-    report_config, report_rejections, run_kube, shared_default_certificate,
+    AgentDiscovery, Applied, GatewayStatusSources, KubeSourceOptions, LeaseOptions, Refusal,
+    SourceConfig, discover_agents, follow_config, follow_publish_service, lead, prove_tests,
+    publish_gateway_status, publish_status, report_config, report_gateway_refusals,
+    report_rejections, run_kube, shared_default_certificate,
 };
 use hawser_controller::local::ControllerStatus;
 use hawser_controller::webhook::{WebhookState, router, serve_tls};
@@ -213,22 +215,46 @@ impl Cluster {
             leading.clone(),
             stopped(started.stop.clone()),
         ));
-        tokio::spawn(publish_gateway_status(
+        tokio::spawn(report_gateway_refusals(
             self.client.clone(),
+            identity.clone(),
             fleet.sink().subscribe_stores(),
             leading.clone(),
             stopped(started.stop.clone()),
         ));
-        if let Some(service) = &cluster_args.publish_service {
-            let key = parse_key(service, "--publish-service")?;
-            tokio::spawn(publish_status(
-                self.client.clone(),
-                key,
-                snapshots.clone(),
-                leading,
-                stopped(started.stop.clone()),
-            ));
-        }
+        // The publish Service's addresses: Ingress and Gateway status alike.
+        let addresses = match &cluster_args.publish_service {
+            Some(service) => {
+                let key = parse_key(service, "--publish-service")?;
+                let (addresses_tx, addresses) =
+                    watch::channel(PublishedAddresses::unread(key.clone()));
+                tokio::spawn(follow_publish_service(
+                    self.client.clone(),
+                    key,
+                    addresses_tx,
+                    stopped(started.stop.clone()),
+                ));
+                tokio::spawn(publish_status(
+                    self.client.clone(),
+                    addresses.clone(),
+                    snapshots.clone(),
+                    leading.clone(),
+                    stopped(started.stop.clone()),
+                ));
+                Some(addresses)
+            }
+            None => None,
+        };
+        tokio::spawn(publish_gateway_status(
+            self.client.clone(),
+            GatewayStatusSources {
+                stores: fleet.sink().subscribe_stores(),
+                fleet: fleet.status(),
+                addresses,
+            },
+            leading,
+            stopped(started.stop.clone()),
+        ));
 
         if let (Some(listen), Some(dir)) =
             (cluster_args.webhook_listen, &cluster_args.webhook_tls_dir)
