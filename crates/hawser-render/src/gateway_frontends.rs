@@ -6,11 +6,14 @@
 //!  GatewayTable ──listeners (HTTP, HTTPS)──► where served ──► GatewayView
 //!    rules in precedence order                │                  ingress_rules (frontend ingress)
 //!                                             │                  frontends (a port of their own)
+//!                                             │                  mirror (when a rule mirrors)
 //!                                             └─► RuleView: id, conditions, actions, backends
 //! ```
 //!
 //! GRPCRoute rules follow the listener's HTTPRoute rules (the two kinds never
 //! share a hostname on a listener); their backends speak HTTP/2 in clear text.
+//! A rule that mirrors ends its actions with a Lua action sending the copy
+//! (see [`mirror`]); only then does the view carry a [`MirrorView`].
 //!
 //! A listener on port 80 (HTTP) or 443 (HTTPS) is served by `frontend
 //! ingress` on `settings.http_port` / `settings.https_port`, ahead of the
@@ -26,6 +29,7 @@
 mod actions;
 mod conditions;
 mod grpc;
+mod mirror;
 
 use std::collections::BTreeMap;
 
@@ -33,6 +37,7 @@ use hawser_model::{Kind, ObjectRef};
 use serde::Serialize;
 
 pub(crate) use self::conditions::Condition;
+pub(crate) use self::mirror::{LUA_PATH, MIRROR_LUA, MirrorView};
 use crate::backends::BackendKey;
 use crate::config::Settings;
 use crate::gateway::{
@@ -55,6 +60,8 @@ pub(crate) struct GatewayView {
     /// each gets an h2c backend named with [`H2_SUFFIX`].
     #[serde(skip)]
     pub h2_backends: BTreeMap<BackendKey, ObjectRef>,
+    /// Request mirrors, when a rule mirrors; `None` otherwise (no Lua then).
+    pub mirror: Option<MirrorView>,
 }
 
 /// A frontend of its own for the listeners on one port.
@@ -162,6 +169,11 @@ pub(crate) enum Step {
     ServerTimeout {
         ms: u64,
     },
+    /// `http-request lua.hawser_mirror <backend>`: a copy of the request goes
+    /// to `backend` (a validated backend name), its answer ignored.
+    Mirror {
+        backend: String,
+    },
 }
 
 /// `use_backend <backend> if <when>`.
@@ -258,6 +270,11 @@ pub(crate) fn gateway_view(
         }
     }
     view.frontends = own.into_values().collect();
+    let rules = view
+        .ingress_rules
+        .iter()
+        .chain(view.frontends.iter().flat_map(|f| &f.rules));
+    view.mirror = mirror::mirror_view(settings, rules);
     view
 }
 

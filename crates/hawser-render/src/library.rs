@@ -8,6 +8,7 @@
 //! | ssl      | `ssl/bind.cfg`        | the HTTPS listener on the crt-list       |
 //! | gateway  | `gateway/routing.cfg` | Gateway API rules in a frontend          |
 //! | gateway  | `gateway/frontends.cfg` | frontends for other listener ports     |
+//! | gateway  | `gateway/mirror.cfg`  | the frontend request mirrors send to     |
 //!
 //! Any of them can be replaced by name through `templates.overrides`.
 
@@ -39,6 +40,10 @@ pub const LIBRARY: &[(&str, &str)] = &[
     (
         "gateway/frontends.cfg",
         include_str!("../../../libraries/gateway/frontends.cfg.j2"),
+    ),
+    (
+        "gateway/mirror.cfg",
+        include_str!("../../../libraries/gateway/mirror.cfg.j2"),
     ),
 ];
 

@@ -44,6 +44,7 @@ cases! {
     conflicts => "conflicts",
     config => "config",
     gateway => "gateway",
+    gateway_mirror => "gateway-mirror",
 }
 
 fn snapshot_case(name: &str) {
