@@ -49,7 +49,14 @@ pub fn pod(namespace: &str, service: &str, name: &str) -> Pod {
 pub struct Echo {
     pub pod: Pod,
     pub addr: SocketAddr,
-    _process: ChildGuard,
+    process: ChildGuard,
+}
+
+impl Echo {
+    /// What the echo server logged so far: a line for each request it answered.
+    pub fn output(&self) -> String {
+        self.process.output()
+    }
 }
 
 impl Echo {
@@ -72,7 +79,7 @@ impl Echo {
             Some(addr) => Ok(Echo {
                 pod: pod.clone(),
                 addr,
-                _process: process,
+                process,
             }),
             None => Err(format!(
                 "echo {} on {listen} did not start:\n{}",
@@ -122,6 +129,14 @@ impl Backends {
 
     pub fn echos(&self) -> &[Echo] {
         &self.echos
+    }
+
+    /// The echo backend of pod `name`.
+    pub fn pod(&self, name: &str) -> &Echo {
+        self.echos
+            .iter()
+            .find(|e| e.pod.name == name)
+            .unwrap_or_else(|| panic!("no echo backend for pod {name}"))
     }
 
     /// `<SERVICE>_PORT` for each Service and `<POD>_ADDR` for each pod, names
