@@ -4,6 +4,7 @@
 //!  <state>/tree/            versioned trees (see `tree`); HAProxy runs -C <state>/tree/current
 //!  <state>/run/master.sock  HAProxy's master CLI
 //!  <state>/run/admin.sock   HAProxy's runtime API (the worker's stats socket)
+//!  <state>/run/mirror.sock  request mirrors' internal frontend (rendered beside admin.sock)
 //!  <state>/run/server-state what `show servers state` said right before the last reload
 //!  <state>/run/haproxy.pid  the master's pid, to adopt it after a crash
 //! ```

@@ -103,7 +103,9 @@ pub async fn serve(
 async fn echo(State(identity): State<Arc<EchoConfig>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let reply = EchoReply::new(&parts, &identity);
-    tracing::debug!(method = %reply.method, path = %reply.path, host = %reply.host, "echo");
+    // One line a request: tests (and people) read who received what, as the
+    // Gateway API conformance suite reads its mirror backend's logs.
+    tracing::info!(method = %reply.method, path = %reply.path, host = %reply.host, "echo");
     // Ignoring the result: an oversized or broken body only costs the connection.
     let _ = axum::body::to_bytes(body, BODY_DRAIN_LIMIT).await;
     let mut response = match reply::requested_status(&parts) {

@@ -120,8 +120,34 @@ pub enum PathModifier {
 pub struct RequestMirror {
     /// Its weight is meaningless and left at 1.
     pub backend: BackendRef,
-    /// Share of requests mirrored, in percent (100 when not given).
-    pub percent: u32,
+    /// Share of requests mirrored: `fraction` as given, `percent` as a
+    /// fraction of 100, every request when neither is given.
+    pub fraction: MirrorFraction,
+}
+
+/// `numerator` requests out of every `denominator` (`0 <= numerator <= denominator`, `denominator >= 1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct MirrorFraction {
+    pub numerator: u32,
+    pub denominator: u32,
+}
+
+impl MirrorFraction {
+    /// Every request.
+    pub const ALL: MirrorFraction = MirrorFraction {
+        numerator: 1,
+        denominator: 1,
+    };
+
+    /// No request at all.
+    pub fn is_none(self) -> bool {
+        self.numerator == 0
+    }
+
+    /// Every request.
+    pub fn is_all(self) -> bool {
+        self.numerator >= self.denominator
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

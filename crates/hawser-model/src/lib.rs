@@ -36,8 +36,8 @@ pub use gateway::{
 pub use grpc_route::{GrpcMethodMatch, GrpcRoute, GrpcRouteMatch, GrpcRouteRule};
 pub use http_route::{
     HeaderModifier, HttpBackendRef, HttpFilter, HttpRoute, HttpRouteMatch, HttpRouteRule,
-    HttpTimeouts, PathMatch, PathMatchKind, PathModifier, RequestMirror, RequestRedirect,
-    UrlRewrite, ValueMatch, ValueMatchKind,
+    HttpTimeouts, MirrorFraction, PathMatch, PathMatchKind, PathModifier, RequestMirror,
+    RequestRedirect, UrlRewrite, ValueMatch, ValueMatchKind,
 };
 pub use ingress::{
     INGRESS_CLASS_ANNOTATION, IS_DEFAULT_CLASS_ANNOTATION, Ingress, IngressBackend, IngressClass,

@@ -13,6 +13,9 @@ pub enum FileKind {
     Map,
     Certificate,
     CrtList,
+    /// Lua code the configuration loads (`lua-load`): read only at start,
+    /// so a change takes a reload.
+    Lua,
 }
 
 impl FileKind {
@@ -23,6 +26,7 @@ impl FileKind {
             FileKind::Map => "map",
             FileKind::Certificate => "certificate",
             FileKind::CrtList => "crt-list",
+            FileKind::Lua => "lua",
         }
     }
 
@@ -32,6 +36,7 @@ impl FileKind {
             "map" => FileKind::Map,
             "certificate" => FileKind::Certificate,
             "crt-list" => FileKind::CrtList,
+            "lua" => FileKind::Lua,
             _ => return None,
         })
     }

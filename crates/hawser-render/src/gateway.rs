@@ -47,7 +47,7 @@ pub use self::status::{
 };
 pub use self::table::{
     BackendTarget, FilterEntry, GatewayEntry, GatewayTable, GrpcRuleEntry, HttpRuleEntry,
-    ListenerEntry, ListenerProtocol, ListenerTlsEntry, TcpRouteEntry, TlsRouteEntry,
+    ListenerEntry, ListenerProtocol, ListenerTlsEntry, MirrorEntry, TcpRouteEntry, TlsRouteEntry,
     WeightedBackend,
 };
 use crate::report::{Diagnostic, Diagnostics, Severity};
@@ -435,10 +435,7 @@ fn attach_route<R>(
         }
     }
     if let Some(u) = &compiled.unresolved {
-        diags.warn(
-            &object,
-            format!("{}; its share of requests answers 500", u.message),
-        );
+        diags.warn(&object, format!("{}; {}", u.message, u.effect));
     }
     if attached {
         for backend in &compiled.backends {

@@ -6,12 +6,15 @@
 //!  GatewayTable ──listeners (HTTP, HTTPS)──► where served ──► GatewayView
 //!    rules in precedence order                │                  ingress_rules (frontend ingress)
 //!                                             │                  frontends (a port of their own)
+//!                                             │                  mirror (when a rule mirrors)
 //!                                             └─► RuleView: id, conditions, actions, backends
 //!  GatewayTable ──listeners (TLS passthrough, TCP)──► streams (`mode tcp`, see `stream`)
 //! ```
 //!
 //! GRPCRoute rules follow the listener's HTTPRoute rules (the two kinds never
 //! share a hostname on a listener); their backends speak HTTP/2 in clear text.
+//! A rule that mirrors ends its actions with a Lua action sending the copy
+//! (see [`mirror`]); only then does the view carry a [`MirrorView`].
 //!
 //! A listener on port 80 (HTTP) or 443 (HTTPS) is served by `frontend
 //! ingress` on `settings.http_port` / `settings.https_port`, ahead of the
@@ -28,6 +31,7 @@ mod actions;
 mod conditions;
 mod grpc;
 mod map_routes;
+mod mirror;
 mod stream;
 
 use std::collections::BTreeMap;
@@ -38,6 +42,7 @@ use serde::Serialize;
 pub(crate) use self::conditions::Condition;
 pub(crate) use self::map_routes::GATEWAY_MAP_PATH;
 use self::map_routes::GatewayMap;
+pub(crate) use self::mirror::{LUA_PATH, MIRROR_LUA, MirrorView};
 pub(crate) use self::stream::{REFUSED_BACKEND, StreamFrontendView, TCP_SUFFIX};
 use crate::backends::BackendKey;
 use crate::config::Settings;
@@ -82,6 +87,8 @@ pub(crate) struct GatewayView {
     /// that asked: each gets a `mode tcp` backend named with [`TCP_SUFFIX`].
     #[serde(skip)]
     pub tcp_backends: BTreeMap<BackendKey, ObjectRef>,
+    /// Request mirrors, when a rule mirrors; `None` otherwise (no Lua then).
+    pub mirror: Option<MirrorView>,
 }
 
 /// A frontend of its own for the listeners on one port.
@@ -195,6 +202,11 @@ pub(crate) enum Step {
     /// `txn.gw_timeout` = `ms`: every backend sets its `timeout server` from it.
     ServerTimeout {
         ms: u64,
+    },
+    /// `http-request lua.hawser_mirror <backend>`: a copy of the request goes
+    /// to `backend` (a validated backend name), its answer ignored.
+    Mirror {
+        backend: String,
     },
 }
 
@@ -325,6 +337,11 @@ pub(crate) fn gateway_view(
         view.map_plan = Some(map.into_plan());
     }
     view.frontends = own.into_values().collect();
+    let rules = view
+        .ingress_rules
+        .iter()
+        .chain(view.frontends.iter().flat_map(|f| &f.rules));
+    view.mirror = mirror::mirror_view(settings, rules);
     view
 }
 

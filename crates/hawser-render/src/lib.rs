@@ -43,7 +43,7 @@ pub use files::{FileKind, FileSet, RenderedFile};
 pub use gateway::{
     BackendTarget, ClassStatus, Condition, ConditionStatus, FilterEntry, GATEWAY_CONTROLLER,
     GatewayEntry, GatewayObjectStatus, GatewayRouting, GatewayStatus, GatewayTable, GrpcRuleEntry,
-    HttpRuleEntry, ListenerEntry, ListenerProtocol, ListenerStatus, ListenerTlsEntry,
+    HttpRuleEntry, ListenerEntry, ListenerProtocol, ListenerStatus, ListenerTlsEntry, MirrorEntry,
     RouteParentStatus, RouteStatus, TcpRouteEntry, TlsRouteEntry, WeightedBackend, condition,
     gateway_routing,
 };

@@ -9,6 +9,7 @@
 //! | gateway  | `gateway/routing.cfg` | Gateway API rules in a frontend          |
 //! | gateway  | `gateway/frontends.cfg` | frontends for other listener ports     |
 //! | gateway  | `gateway/streams.cfg` | TLS passthrough and TCP listeners        |
+//! | gateway  | `gateway/mirror.cfg`  | the frontend request mirrors send to     |
 //!
 //! Any of them can be replaced by name through `templates.overrides`.
 
@@ -44,6 +45,10 @@ pub const LIBRARY: &[(&str, &str)] = &[
     (
         "gateway/streams.cfg",
         include_str!("../../../libraries/gateway/streams.cfg.j2"),
+    ),
+    (
+        "gateway/mirror.cfg",
+        include_str!("../../../libraries/gateway/mirror.cfg.j2"),
     ),
 ];
 

@@ -169,6 +169,10 @@ impl Renderer {
         for map in &maps {
             files.insert(map.path.clone(), FileKind::Map, map.to_file());
         }
+        if gateway_view.mirror.is_some() {
+            let (path, lua) = (gateway_frontends::LUA_PATH, gateway_frontends::MIRROR_LUA);
+            files.insert(path, FileKind::Lua, lua);
+        }
         let (default_cert, default_source) = self.default_certificate(store, &mut diags);
         let (certificates, crt_list) = tls::certificates(
             store,

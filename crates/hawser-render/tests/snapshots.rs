@@ -45,6 +45,7 @@ cases! {
     config => "config",
     gateway => "gateway",
     gateway_streams => "gateway-streams",
+    gateway_mirror => "gateway-mirror",
 }
 
 fn snapshot_case(name: &str) {

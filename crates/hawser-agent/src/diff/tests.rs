@@ -69,6 +69,7 @@ fn base() -> Version {
     let mut files = FileSet::default();
     files.insert("haproxy.cfg", FileKind::Config, "cfg servers a b");
     files.insert("maps/exact.map", FileKind::Map, "a.test/ be_app_web_80\n");
+    files.insert("lua/mirror.lua", FileKind::Lua, "-- mirror");
     files.insert("certs/default.pem", FileKind::Certificate, "default");
     files.insert("certs/app_a.pem", FileKind::Certificate, "a1");
     files.insert("certs/crt-list.txt", FileKind::CrtList, "list1");
@@ -285,6 +286,10 @@ fn reload_changes() {
         }),
         ("file changed kind", |v| {
             v.files.insert("maps/exact.map", FileKind::Config, "x")
+        }),
+        ("Lua file changed", |v| {
+            v.files
+                .insert("lua/mirror.lua", FileKind::Lua, "-- mirror v2")
         }),
         ("certificate file without crt-list entry", |v| {
             v.files

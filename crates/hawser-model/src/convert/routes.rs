@@ -18,9 +18,9 @@ use super::{invalid, namespaced_key};
 use crate::{
     BackendRef, ConvertError, GATEWAY_API_GROUP, GrpcMethodMatch, GrpcRoute, GrpcRouteMatch,
     GrpcRouteRule, HeaderModifier, HttpBackendRef, HttpFilter, HttpRoute, HttpRouteMatch,
-    HttpRouteRule, HttpTimeouts, Kind, ObjectKey, ParentRef, PathMatch, PathMatchKind,
-    PathModifier, RequestMirror, RequestRedirect, RouteMeta, StreamRouteRule, TcpRoute, TlsRoute,
-    UrlRewrite, ValueMatch, ValueMatchKind,
+    HttpRouteRule, HttpTimeouts, Kind, MirrorFraction, ObjectKey, ParentRef, PathMatch,
+    PathMatchKind, PathModifier, RequestMirror, RequestRedirect, RouteMeta, StreamRouteRule,
+    TcpRoute, TlsRoute, UrlRewrite, ValueMatch, ValueMatchKind,
 };
 
 /// The status code a `RequestRedirect` answers with when it names none.
@@ -331,14 +331,16 @@ fn filter(f: &http::HttpRouteRulesFilters) -> Result<HttpFilter, String> {
                 .as_ref()
                 .ok_or_else(|| missing("requestMirror"))?;
             let b = &m.backend_ref;
-            let percent = match (&m.fraction, m.percent) {
-                (Some(fr), _) => {
-                    let denominator = fr.denominator.unwrap_or(100).max(1);
-                    u32::try_from(fr.numerator.clamp(0, denominator) * 100 / denominator)
-                        .unwrap_or(100)
-                }
-                (None, Some(p)) => u32::try_from(p.clamp(0, 100)).unwrap_or(100),
-                (None, None) => 100,
+            // The API admits one of the two; a fraction is kept exact.
+            let (numerator, denominator) = match (&m.fraction, m.percent) {
+                (Some(fr), _) => (fr.numerator, fr.denominator.unwrap_or(100)),
+                (None, Some(percent)) => (percent, 100),
+                (None, None) => (1, 1),
+            };
+            let denominator = denominator.max(1);
+            let fraction = MirrorFraction {
+                numerator: u32::try_from(numerator.clamp(0, denominator)).unwrap_or(0),
+                denominator: u32::try_from(denominator).unwrap_or(1),
             };
             HttpFilter::RequestMirror(RequestMirror {
                 backend: BackendRef {
@@ -349,7 +351,7 @@ fn filter(f: &http::HttpRouteRulesFilters) -> Result<HttpFilter, String> {
                     port: b.port,
                     weight: 1,
                 },
-                percent,
+                fraction,
             })
         }
         T::ExtensionRef => HttpFilter::Unsupported("ExtensionRef".to_string()),
@@ -546,7 +548,13 @@ mod tests {
         let HttpFilter::RequestMirror(mirror) = &rule.filters[1] else {
             panic!("mirror expected");
         };
-        assert_eq!(mirror.percent, 25);
+        assert_eq!(
+            mirror.fraction,
+            MirrorFraction {
+                numerator: 1,
+                denominator: 4
+            }
+        );
         assert_eq!(
             rule.filters[2],
             HttpFilter::Unsupported("ExtensionRef".to_string())
@@ -560,6 +568,31 @@ mod tests {
         assert_eq!(modifier.remove, vec!["c".to_string()]);
         assert_eq!(rule.timeouts.request_ms, Some(90_000));
         assert_eq!(rule.timeouts.backend_request_ms, Some(500));
+    }
+
+    #[test]
+    fn a_mirror_share_is_a_fraction_of_requests() {
+        let share = |mirror: serde_json::Value| {
+            let route = http_route(json!({
+                "rules": [{"filters": [{"type": "RequestMirror", "requestMirror": mirror}]}],
+            }))
+            .expect("converts");
+            let HttpFilter::RequestMirror(m) = &route.rules[0].filters[0] else {
+                panic!("mirror expected");
+            };
+            (m.fraction.numerator, m.fraction.denominator)
+        };
+        let to = json!({"name": "m", "port": 8080});
+        assert_eq!(share(json!({"backendRef": to})), (1, 1));
+        assert_eq!(share(json!({"backendRef": to, "percent": 35})), (35, 100));
+        assert_eq!(
+            share(json!({"backendRef": to, "fraction": {"numerator": 1, "denominator": 3}})),
+            (1, 3)
+        );
+        assert_eq!(
+            share(json!({"backendRef": to, "fraction": {"numerator": 7}})),
+            (7, 100)
+        );
     }
 
     #[test]

@@ -7,11 +7,16 @@ use super::grants::{self, CrossReference};
 use super::table::{BackendTarget, WeightedBackend};
 use crate::backends::BackendKey;
 
+/// What becomes of the requests of a backendRef that does not resolve.
+pub(super) const ANSWERS_500: &str = "its share of requests answers 500";
+
 /// Why a reference did not resolve, as a `ResolvedRefs` reason and message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Unresolved {
     pub reason: &'static str,
     pub message: String,
+    /// What that does to requests, for the diagnostic ([`ANSWERS_500`]).
+    pub effect: &'static str,
 }
 
 /// Resolves the backends of one route.
@@ -23,7 +28,11 @@ pub(super) struct Resolver<'a> {
 
 impl Resolver<'_> {
     pub fn resolve(&self, backend: &BackendRef) -> Result<BackendKey, Unresolved> {
-        let unresolved = |reason, message: String| Unresolved { reason, message };
+        let unresolved = |reason, message: String| Unresolved {
+            reason,
+            message,
+            effect: ANSWERS_500,
+        };
         if !backend.is_service() {
             let group = if backend.group.is_empty() {
                 "core"

@@ -2,11 +2,12 @@
 //! value checked before it can reach HAProxy, every backend resolved.
 
 use hawser_model::{
-    HeaderModifier, HttpBackendRef, HttpFilter, PathModifier, RequestRedirect, UrlRewrite,
+    HeaderModifier, HttpBackendRef, HttpFilter, PathModifier, RequestMirror, RequestRedirect,
+    UrlRewrite,
 };
 
-use super::backend_refs::{Resolver, Unresolved};
-use super::table::{FilterEntry, WeightedBackend};
+use super::backend_refs::{ANSWERS_500, Resolver, Unresolved};
+use super::table::{FilterEntry, MirrorEntry, WeightedBackend};
 use crate::backends::BackendKey;
 use crate::validate;
 
@@ -15,6 +16,9 @@ const REDIRECT_CODES: &[i64] = &[301, 302, 303, 307, 308];
 
 /// How the model names the custom filter type.
 const EXTENSION_REF: &str = "ExtensionRef";
+
+/// What becomes of the requests of a mirror whose backendRef does not resolve.
+const NOT_MIRRORED: &str = "the rule serves without that mirror";
 
 /// What resolving one rule's references produced.
 #[derive(Debug, Default)]
@@ -37,6 +41,7 @@ pub(super) struct FilterScope {
 pub(super) fn filters(
     given: &[HttpFilter],
     scope: FilterScope,
+    resolver: &Resolver<'_>,
     resolution: &mut Resolution,
 ) -> Result<Vec<FilterEntry>, String> {
     let redirects = given
@@ -68,12 +73,46 @@ pub(super) fn filters(
             resolution.unresolved.get_or_insert(Unresolved {
                 reason: "InvalidKind",
                 message: "ExtensionRef filters are not supported; the rule answers 500".to_string(),
+                effect: ANSWERS_500,
             });
+            continue;
+        }
+        if let HttpFilter::RequestMirror(m) = f
+            && !scope.grpc
+        {
+            entries.extend(mirror(m, resolver, resolution));
             continue;
         }
         entries.push(filter(f, scope)?);
     }
     Ok(entries)
+}
+
+/// A mirror whose backendRef resolves; one that does not is dropped, as the
+/// spec asks, and reported in `ResolvedRefs`.
+fn mirror(
+    m: &RequestMirror,
+    resolver: &Resolver<'_>,
+    resolution: &mut Resolution,
+) -> Option<FilterEntry> {
+    match resolver.resolve(&m.backend) {
+        Ok(key) => {
+            resolution.used.push(key.clone());
+            Some(FilterEntry::RequestMirror(MirrorEntry {
+                backend: key.name(),
+                key,
+                fraction: m.fraction,
+            }))
+        }
+        Err(unresolved) => {
+            resolution.unresolved.get_or_insert(Unresolved {
+                message: format!("requestMirror: {}", unresolved.message),
+                effect: NOT_MIRRORED,
+                ..unresolved
+            });
+            None
+        }
+    }
 }
 
 fn filter(f: &HttpFilter, scope: FilterScope) -> Result<FilterEntry, String> {
@@ -94,9 +133,9 @@ fn filter(f: &HttpFilter, scope: FilterScope) -> Result<FilterEntry, String> {
             rewrite(r, scope)?;
             FilterEntry::UrlRewrite(r.clone())
         }
-        // HAProxy 3.0 cannot send a copy of a request to a second backend.
+        // A copy of a gRPC call would have to stream over HTTP/2.
         HttpFilter::RequestMirror(_) => {
-            return Err("filter type RequestMirror is not supported".to_string());
+            return Err("GRPCRoute rules take no RequestMirror".to_string());
         }
         HttpFilter::RequestRedirect(_) | HttpFilter::UrlRewrite(_) => {
             return Err("GRPCRoute rules take no RequestRedirect or URLRewrite".to_string());
@@ -187,7 +226,7 @@ pub(super) fn weighted_backends(
         .map(|r| {
             let weight = u32::try_from(r.backend.weight)
                 .map_err(|_| format!("backendRef {:?} has a negative weight", r.backend.name))?;
-            let filters = filters(&r.filters, scope, resolution)?;
+            let filters = filters(&r.filters, scope, resolver, resolution)?;
             if filters
                 .iter()
                 .any(|f| matches!(f, FilterEntry::RequestRedirect(_)))

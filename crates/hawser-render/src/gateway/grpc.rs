@@ -67,7 +67,7 @@ fn rule(
         grpc: true,
         prefix_matches: false,
     };
-    let filters = filters::filters(&given.filters, scope, resolution)?;
+    let filters = filters::filters(&given.filters, scope, resolver, resolution)?;
     let backends = filters::weighted_backends(&given.backend_refs, scope, resolver, resolution)?;
     Ok(GrpcRule {
         index,

@@ -91,7 +91,7 @@ fn rule(
             .iter()
             .all(|m| m.path.kind == PathMatchKind::PathPrefix),
     };
-    let filters = filters::filters(&given.filters, scope, resolution)?;
+    let filters = filters::filters(&given.filters, scope, resolver, resolution)?;
     let backends = filters::weighted_backends(&given.backend_refs, scope, resolver, resolution)?;
     let redirects = filters
         .iter()

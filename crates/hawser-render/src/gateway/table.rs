@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use hawser_model::{
-    GrpcMethodMatch, HeaderModifier, HttpTimeouts, ObjectKey, ObjectRef, PathMatch,
+    GrpcMethodMatch, HeaderModifier, HttpTimeouts, MirrorFraction, ObjectKey, ObjectRef, PathMatch,
     RequestRedirect, TlsMode, UrlRewrite, ValueMatch,
 };
 use serde::Serialize;
@@ -142,14 +142,26 @@ pub struct TcpRouteEntry {
     pub unavailable: bool,
 }
 
-/// A filter, validated. RequestMirror is not among them: HAProxy 3.0
-/// cannot mirror requests, so a rule asking for it is dropped.
+/// A filter, validated. A RequestMirror is here only when its backendRef
+/// resolved: one that does not is dropped (the route's `ResolvedRefs` says
+/// why) and the rule serves without it.
 #[derive(Debug, Clone, Serialize)]
 pub enum FilterEntry {
     RequestHeaderModifier(HeaderModifier),
     ResponseHeaderModifier(HeaderModifier),
     RequestRedirect(RequestRedirect),
     UrlRewrite(UrlRewrite),
+    RequestMirror(MirrorEntry),
+}
+
+/// A copy of the request goes to a Service port too; its answer is ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MirrorEntry {
+    pub key: BackendKey,
+    /// The Service port's HAProxy backend name.
+    pub backend: String,
+    /// The share of requests copied.
+    pub fraction: MirrorFraction,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -1,13 +1,15 @@
-//! A rule's filters as HAProxy actions: header modifiers, redirects and URL
-//! rewrites, with the Gateway API's defaults (a redirect's scheme and port
-//! come from the listener; a scheme's default port is left out of the
-//! Location; a prefix replacement keeps what follows the matched prefix).
+//! A rule's filters as HAProxy actions: header modifiers, redirects, URL
+//! rewrites and request mirrors, with the Gateway API's defaults (a
+//! redirect's scheme and port come from the listener; a scheme's default
+//! port is left out of the Location; a prefix replacement keeps what follows
+//! the matched prefix). Mirrors come after the other filters of their list,
+//! so the copy is the request as those filters left it.
 
 use hawser_model::{HeaderModifier, PathModifier, RequestRedirect, UrlRewrite};
 
-use super::conditions::{Condition, HOST_VAR};
+use super::conditions::{self, Condition, HOST_VAR};
 use super::{Action, RuleView, Step, log_format_literal};
-use crate::gateway::{FilterEntry, ListenerEntry, ListenerProtocol};
+use crate::gateway::{FilterEntry, ListenerEntry, ListenerProtocol, MirrorEntry};
 
 /// What a filter needs to know about where its rule is served.
 pub(super) struct FilterContext<'a> {
@@ -24,6 +26,7 @@ pub(super) fn add_filters(
     ctx: &FilterContext<'_>,
 ) -> bool {
     let mut redirects = false;
+    let mut mirrors = Vec::new();
     for filter in filters {
         let steps = match filter {
             FilterEntry::RequestHeaderModifier(m) => header_steps(m),
@@ -40,13 +43,34 @@ pub(super) fn add_filters(
                 redirect_steps(r, ctx)
             }
             FilterEntry::UrlRewrite(r) => rewrite_steps(r, ctx),
+            FilterEntry::RequestMirror(m) => {
+                mirrors.extend(mirror_action(m, when));
+                continue;
+            }
         };
         rule.request.extend(steps.into_iter().map(|step| Action {
             step,
             when: when.to_vec(),
         }));
     }
+    rule.request.extend(mirrors);
     redirects
+}
+
+/// The mirror under `when`, sampled when it copies only a share of the
+/// requests; `None` when it copies none.
+fn mirror_action(m: &MirrorEntry, when: &[Condition]) -> Option<Action> {
+    if m.fraction.is_none() {
+        return None;
+    }
+    let mut when = when.to_vec();
+    when.extend(conditions::share(m.fraction));
+    Some(Action {
+        step: Step::Mirror {
+            backend: m.backend.clone(),
+        },
+        when,
+    })
 }
 
 /// Set, then add, then remove, as the spec lists them.

@@ -4,7 +4,7 @@
 //! Fetch names embed only validated header and parameter names (token
 //! characters); values are written through the `quote` filter.
 
-use hawser_model::{PathMatch, PathMatchKind, ValueMatch, ValueMatchKind};
+use hawser_model::{MirrorFraction, PathMatch, PathMatchKind, ValueMatch, ValueMatchKind};
 use serde::Serialize;
 
 use crate::gateway::ListenerProtocol;
@@ -107,4 +107,16 @@ pub(crate) fn pick_range(from: u32, to: u32) -> [Condition; 2] {
         Condition::new("var(txn.gw_pick)", "-m int ge", from.to_string()),
         Condition::new("var(txn.gw_pick)", "-m int lt", to.to_string()),
     ]
+}
+
+/// Holds for `numerator` requests out of `denominator`, at random; `None`
+/// when it holds for every request.
+pub(crate) fn share(fraction: MirrorFraction) -> Option<Condition> {
+    (!fraction.is_all()).then(|| {
+        Condition::new(
+            format!("rand({})", fraction.denominator),
+            "-m int lt",
+            fraction.numerator.to_string(),
+        )
+    })
 }

@@ -60,9 +60,16 @@ impl Pod {
 pub struct Echo {
     pub pod: Pod,
     pub addr: SocketAddr,
-    _process: ChildGuard,
+    process: ChildGuard,
     /// Holds the certificate and key files of a TLS pod.
     _tls_files: Option<tempfile::TempDir>,
+}
+
+impl Echo {
+    /// What the echo server logged so far: a line for each request it answered.
+    pub fn output(&self) -> String {
+        self.process.output()
+    }
 }
 
 impl Echo {
@@ -96,7 +103,7 @@ impl Echo {
             Some(addr) => Ok(Echo {
                 pod: pod.clone(),
                 addr,
-                _process: process,
+                process,
                 _tls_files: tls_files,
             }),
             None => Err(format!(
@@ -147,6 +154,14 @@ impl Backends {
 
     pub fn echos(&self) -> &[Echo] {
         &self.echos
+    }
+
+    /// The echo backend of pod `name`.
+    pub fn pod(&self, name: &str) -> &Echo {
+        self.echos
+            .iter()
+            .find(|e| e.pod.name == name)
+            .unwrap_or_else(|| panic!("no echo backend for pod {name}"))
     }
 
     /// `<SERVICE>_PORT` for each Service and `<POD>_ADDR` for each pod, names

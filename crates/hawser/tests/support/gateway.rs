@@ -150,6 +150,31 @@ impl Gateway {
         assert_eq!(response.status, status, "gRPC {path}: {}", response.text());
     }
 
+    /// Waits until the echo backend of `pod` logged `method path`: a
+    /// mirrored copy arrives beside the answer, not before it.
+    pub async fn expect_request_logged(&self, pod: &str, method: &str, path: &str) {
+        let line = request_log_line(method, path);
+        let deadline = tokio::time::Instant::now() + super::TIMEOUT;
+        while !self.backends.pod(pod).output().contains(&line) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "pod {pod} never received {method} {path}:\n{}\n{}",
+                self.backends.pod(pod).output(),
+                self.run.output()
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Asserts the echo backend of `pod` has not logged `method path`.
+    pub fn expect_request_not_logged(&self, pod: &str, method: &str, path: &str) {
+        let output = self.backends.pod(pod).output();
+        assert!(
+            !output.contains(&request_log_line(method, path)),
+            "pod {pod} received {method} {path}:\n{output}"
+        );
+    }
+
     /// Sends `count` requests and returns how many each Service answered.
     pub async fn count_backends(&self, request: &Request, count: usize) -> BTreeMap<String, usize> {
         let mut seen = BTreeMap::new();
@@ -169,4 +194,9 @@ pub fn expect_request_header(reply: &EchoReply, name: &str, values: &[&str]) {
         .map(|v| v.iter().map(String::as_str).collect())
         .unwrap_or_default();
     assert_eq!(seen, values, "request header {name} as the backend saw it");
+}
+
+/// How `hawser echo` logs a request (`... echo method=GET path=/a?b=c host=...`).
+fn request_log_line(method: &str, path: &str) -> String {
+    format!(" method={method} path={path} host=")
 }

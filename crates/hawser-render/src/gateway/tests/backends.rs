@@ -2,7 +2,8 @@
 //! and rules dropped for values that could not reach HAProxy safely.
 
 use hawser_model::{
-    HeaderModifier, HttpFilter, PathModifier, RequestRedirect, StreamRouteRule, TcpRoute,
+    HeaderModifier, HttpFilter, MirrorFraction, PathModifier, RequestMirror, RequestRedirect,
+    StreamRouteRule, TcpRoute,
 };
 
 use super::*;
@@ -102,36 +103,110 @@ fn an_unsupported_kind_is_invalid_kind() {
     assert_eq!(state(&conditions, "ResolvedRefs"), ("False", "InvalidKind"));
 }
 
-#[test]
-fn a_mirror_is_unsupported_and_drops_its_rule() {
-    let mut mirrored = rule(
+/// A rule to `web` on `/mirror` that mirrors to `to`.
+fn mirrored(to: BackendRef, fraction: MirrorFraction) -> HttpRouteRule {
+    let mut r = rule(
         vec![http_match(PathMatchKind::PathPrefix, "/mirror")],
         vec![backend(None, "web", 1)],
     );
-    mirrored
+    r.filters.push(HttpFilter::RequestMirror(RequestMirror {
+        backend: to,
+        fraction,
+    }));
+    r
+}
+
+fn mirrors_of(entry: &HttpRuleEntry) -> Vec<&MirrorEntry> {
+    entry
         .filters
-        .push(HttpFilter::RequestMirror(hawser_model::RequestMirror {
-            backend: backend(None, "api", 1),
-            percent: 50,
-        }));
-    let plain = rule(
-        vec![HttpRouteMatch::default()],
-        vec![backend(None, "web", 1)],
-    );
-    let routing = routing(&route_with(vec![mirrored, plain]));
-    let rules = &listener_entry(&routing, "http").http_rules;
-    assert_eq!(rules.len(), 1);
-    assert_eq!(rules[0].rule_index, 1);
+        .iter()
+        .filter_map(|f| match f {
+            FilterEntry::RequestMirror(m) => Some(m),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_mirror_sends_to_a_backend_of_its_own() {
+    let quarter = MirrorFraction {
+        numerator: 1,
+        denominator: 4,
+    };
+    let routing = routing(&route_with(vec![mirrored(
+        backend(None, "api", 1),
+        quarter,
+    )]));
+    let entry = &listener_entry(&routing, "http").http_rules[0];
+    let mirrors = mirrors_of(entry);
+    assert_eq!(mirrors.len(), 1);
+    assert_eq!(mirrors[0].backend, "be_app_api_80");
+    assert_eq!(mirrors[0].fraction, quarter);
+    assert!(!entry.unavailable);
+    // The mirror's Service port becomes an HAProxy backend like any other.
+    let used: Vec<String> = routing.table.backends.keys().map(|k| k.name()).collect();
+    assert_eq!(used, ["be_app_api_80", "be_app_web_80"]);
     let conditions = parent_conditions(&routing, Kind::HttpRoute, "web", 0);
+    assert_eq!(state(&conditions, "Accepted"), ("True", "Accepted"));
+    assert_eq!(state(&conditions, "ResolvedRefs"), ("True", "ResolvedRefs"));
+    assert_eq!(state(&conditions, "PartiallyInvalid"), ("absent", ""));
+}
+
+#[test]
+fn an_unresolvable_mirror_is_dropped_and_the_rule_serves_without_it() {
+    let mut bucket = backend(None, "bucket", 1);
+    bucket.kind = "Bucket".to_string();
+    for (to, reason) in [
+        (backend(None, "missing", 1), "BackendNotFound"),
+        (bucket, "InvalidKind"),
+    ] {
+        let routing = routing(&route_with(vec![mirrored(to, MirrorFraction::ALL)]));
+        let entry = &listener_entry(&routing, "http").http_rules[0];
+        assert!(mirrors_of(entry).is_empty(), "{reason}");
+        assert!(!entry.unavailable, "{reason}: the rule still serves");
+        let used: Vec<String> = routing.table.backends.keys().map(|k| k.name()).collect();
+        assert_eq!(used, ["be_app_web_80"], "{reason}");
+        let conditions = parent_conditions(&routing, Kind::HttpRoute, "web", 0);
+        assert_eq!(state(&conditions, "Accepted"), ("True", "Accepted"));
+        assert_eq!(state(&conditions, "ResolvedRefs"), ("False", reason));
+        let message = &condition(&conditions, "ResolvedRefs")
+            .expect("ResolvedRefs")
+            .message;
+        assert!(message.starts_with("requestMirror: "), "{message}");
+        assert!(
+            routing
+                .diagnostics
+                .iter()
+                .any(|d| d.message.contains("serves without that mirror")),
+            "{:?}",
+            routing.diagnostics
+        );
+    }
+}
+
+#[test]
+fn a_grpc_rule_may_not_mirror() {
+    use hawser_model::{GrpcRoute, GrpcRouteRule};
+    let store = store([
+        gateway(vec![listener("http", 80, "HTTP")]),
+        Object::GrpcRoute(GrpcRoute {
+            meta: meta("app", "grpc", &[]),
+            rules: vec![GrpcRouteRule {
+                name: None,
+                matches: vec![Default::default()],
+                filters: vec![HttpFilter::RequestMirror(RequestMirror {
+                    backend: backend(None, "api", 1),
+                    fraction: MirrorFraction::ALL,
+                })],
+                backend_refs: Vec::new(),
+            }],
+        }),
+    ]);
+    let routing = routing(&store);
+    let conditions = parent_conditions(&routing, Kind::GrpcRoute, "grpc", 0);
     assert_eq!(
-        state(&conditions, "PartiallyInvalid"),
-        ("True", "UnsupportedValue")
-    );
-    assert!(
-        routing
-            .diagnostics
-            .iter()
-            .any(|d| d.message.contains("RequestMirror is not supported"))
+        state(&conditions, "Accepted"),
+        ("False", "UnsupportedValue")
     );
 }
 

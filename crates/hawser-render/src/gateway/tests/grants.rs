@@ -81,6 +81,44 @@ fn backends_in_other_namespaces_need_a_grant() {
 }
 
 #[test]
+fn a_mirror_to_another_namespace_needs_a_grant_too() {
+    use hawser_model::{HttpFilter, MirrorFraction, RequestMirror};
+    let mirrored = |grants: Vec<Object>| {
+        let mut r = rule(
+            vec![HttpRouteMatch::default()],
+            vec![backend(None, "web", 1)],
+        );
+        r.filters.push(HttpFilter::RequestMirror(RequestMirror {
+            backend: backend(Some("other"), "shared", 1),
+            fraction: MirrorFraction::ALL,
+        }));
+        let objects = [
+            gateway(vec![listener("http", 80, "HTTP")]),
+            service("other", "shared"),
+            Object::HttpRoute(HttpRoute {
+                meta: meta("app", "web", &[]),
+                rules: vec![r],
+            }),
+        ];
+        let routing = routing(&store(objects.into_iter().chain(grants)));
+        let entry = &listener_entry(&routing, "http").http_rules[0];
+        let mirrors = entry
+            .filters
+            .iter()
+            .filter(|f| matches!(f, FilterEntry::RequestMirror(_)))
+            .count();
+        assert!(!entry.unavailable, "the rule serves either way");
+        let conditions = parent_conditions(&routing, Kind::HttpRoute, "web", 0);
+        (mirrors, state(&conditions, "ResolvedRefs"))
+    };
+    assert_eq!(mirrored(vec![]), (0, ("False", "RefNotPermitted")));
+    assert_eq!(
+        mirrored(vec![grant("HTTPRoute", "app", "Service", Some("shared"))]),
+        (1, ("True", "ResolvedRefs"))
+    );
+}
+
+#[test]
 fn a_grant_in_the_wrong_namespace_grants_nothing() {
     let misplaced = match grant("HTTPRoute", "app", "Service", None) {
         Object::ReferenceGrant(mut g) => {
