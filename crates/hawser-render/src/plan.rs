@@ -84,6 +84,26 @@ pub struct MapPlan {
     pub entries: Vec<MapEntry>,
 }
 
+impl MapPlan {
+    /// A `beg` map at `path` with `entries` longest key first: HAProxy then
+    /// takes the longest match whether it walks the map as a list or indexes
+    /// it as a prefix tree (an exact key, ending in `|`, is longer than any
+    /// prefix key that also matches).
+    pub fn longest_first(path: &str, mut entries: Vec<MapEntry>) -> MapPlan {
+        entries.sort_by(|a, b| {
+            b.key
+                .len()
+                .cmp(&a.key.len())
+                .then_with(|| a.key.cmp(&b.key))
+        });
+        MapPlan {
+            path: path.to_string(),
+            match_kind: MatchKind::Beg,
+            entries,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum MatchKind {

@@ -13,7 +13,7 @@ use crate::gateway::{self, GatewayStatus, GatewayTable};
 use crate::gateway_frontends::{self, GatewayView};
 use crate::ingress::{self, RouteTable, Target, TlsUse};
 use crate::library::ENTRY_TEMPLATE;
-use crate::plan::{BackendMode, BackendPlan, MapEntry, MapPlan, MatchKind, Plan};
+use crate::plan::{BackendMode, BackendPlan, MapEntry, MapPlan, Plan};
 use crate::report::{Diagnostic, Diagnostics};
 use crate::tls::{self, CertificatePem};
 use crate::{FileKind, FileSet, backends, engine};
@@ -345,7 +345,7 @@ fn route_maps(routes: &RouteTable) -> Vec<MapPlan> {
         key,
         value: target.backend.clone(),
     };
-    let mut entries: Vec<MapEntry> = routes
+    let entries: Vec<MapEntry> = routes
         .exact
         .iter()
         .map(|(key, target)| entry(format!("{key}{ROUTE_KEY_END}"), target))
@@ -356,18 +356,5 @@ fn route_maps(routes: &RouteTable) -> Vec<MapPlan> {
                 .map(|(key, target)| entry(key.clone(), target)),
         )
         .collect();
-    // Longest first: HAProxy then takes the longest match whether it walks the
-    // map as a list or indexes it as a prefix tree; an exact key is longer than
-    // any prefix key that also matches.
-    entries.sort_by(|a, b| {
-        b.key
-            .len()
-            .cmp(&a.key.len())
-            .then_with(|| a.key.cmp(&b.key))
-    });
-    vec![MapPlan {
-        path: ROUTES_MAP_PATH.to_string(),
-        match_kind: MatchKind::Beg,
-        entries,
-    }]
+    vec![MapPlan::longest_first(ROUTES_MAP_PATH, entries)]
 }

@@ -27,6 +27,17 @@ async fn gateway() -> Gateway {
     .await
 }
 
+/// HTTPRoute `added` for new.example.com to infra-backend-v2, its rule
+/// saying `rule` (YAML, e.g. its matches) besides.
+fn added_route(rule: &str) -> String {
+    format!(
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n\
+         metadata: {{ name: added, namespace: {INFRA} }}\n\
+         spec:\n  parentRefs: [{{ name: same-namespace }}]\n  hostnames: [\"new.example.com\"]\n  \
+         rules:\n    - {rule}\n      backendRefs: [{{ name: infra-backend-v2, port: 8080 }}]\n"
+    )
+}
+
 fn canary(path: &str) -> Request {
     Request::get(HOST, path).header("x-canary", "1")
 }
@@ -59,15 +70,7 @@ async fn simple_routes_come_and_go_at_runtime() {
     );
 
     let before = gw.desired_generation().await;
-    gw.write_manifest(
-        "added.yaml",
-        &format!(
-            "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n\
-             metadata: {{ name: added, namespace: {INFRA} }}\n\
-             spec:\n  parentRefs: [{{ name: same-namespace }}]\n  hostnames: [\"new.example.com\"]\n  \
-             rules:\n    - backendRefs: [{{ name: infra-backend-v2, port: 8080 }}]\n"
-        ),
-    );
+    gw.write_manifest("added.yaml", &added_route(""));
     gw.expect_outcome_after(before, "runtime").await;
     gw.expect_backend(
         &Request::get("new.example.com", "/"),
@@ -89,16 +92,7 @@ async fn simple_routes_come_and_go_at_runtime() {
 async fn a_rule_that_matches_more_reloads() {
     let gw = gateway().await;
     let before = gw.desired_generation().await;
-    gw.write_manifest(
-        "added.yaml",
-        &format!(
-            "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\n\
-             metadata: {{ name: added, namespace: {INFRA} }}\n\
-             spec:\n  parentRefs: [{{ name: same-namespace }}]\n  hostnames: [\"new.example.com\"]\n  \
-             rules:\n    - matches: [{{ method: POST }}]\n      \
-             backendRefs: [{{ name: infra-backend-v2, port: 8080 }}]\n"
-        ),
-    );
+    gw.write_manifest("added.yaml", &added_route("matches: [{ method: POST }]"));
     gw.expect_outcome_after(before, "reload").await;
     gw.expect_backend(
         &Request::get("new.example.com", "/").method("POST"),

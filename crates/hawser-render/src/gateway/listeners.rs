@@ -143,20 +143,13 @@ fn listener_state<'a>(store: &Store, gateway: &Gateway, l: &'a Listener) -> List
         }
     }
     if state.resolved_refs.is_true() {
-        state.entry = Some(ListenerEntry {
-            name: l.name.clone(),
-            port,
-            protocol,
-            hostname: l.hostname.clone(),
-            tls: tls_mode.map(|mode| ListenerTlsEntry {
-                mode,
-                certificates: state.certificates.clone(),
-            }),
-            http_rules: Vec::new(),
-            grpc_rules: Vec::new(),
-            tls_routes: Vec::new(),
-            tcp_routes: Vec::new(),
+        let mut entry = ListenerEntry::new(&l.name, port, protocol);
+        entry.hostname = l.hostname.clone();
+        entry.tls = tls_mode.map(|mode| ListenerTlsEntry {
+            mode,
+            certificates: state.certificates.clone(),
         });
+        state.entry = Some(entry);
     }
     state
 }

@@ -173,6 +173,43 @@ pub struct WeightedBackend {
     pub filters: Vec<FilterEntry>,
 }
 
+#[cfg(test)]
+impl WeightedBackend {
+    /// Port `port` of Service `app/<service>`, with `weight` and no filters.
+    pub(crate) fn to_service(service: &str, port: i32, weight: u32) -> WeightedBackend {
+        let key = BackendKey {
+            namespace: "app".to_string(),
+            service: service.to_string(),
+            port: hawser_model::ServicePortRef::Number(port),
+        };
+        WeightedBackend {
+            target: BackendTarget::Service {
+                backend: key.name(),
+                key,
+            },
+            weight,
+            filters: Vec::new(),
+        }
+    }
+}
+
+impl ListenerEntry {
+    /// A listener with no hostname, no TLS and no routes yet.
+    pub(crate) fn new(name: &str, port: u16, protocol: ListenerProtocol) -> ListenerEntry {
+        ListenerEntry {
+            name: name.to_string(),
+            port,
+            protocol,
+            hostname: None,
+            tls: None,
+            http_rules: Vec::new(),
+            grpc_rules: Vec::new(),
+            tls_routes: Vec::new(),
+            tcp_routes: Vec::new(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum BackendTarget {
     /// A Service port; `backend` is its HAProxy backend name.

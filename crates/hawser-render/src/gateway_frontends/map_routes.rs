@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use hawser_model::PathMatchKind;
 
 use crate::gateway::{BackendTarget, HttpRuleEntry, ListenerProtocol, host_rank};
-use crate::plan::{MapEntry, MapPlan, MatchKind};
+use crate::plan::{MapEntry, MapPlan};
 use crate::render::ROUTE_KEY_END;
 
 /// The Gateway API routing map, beside the Ingress one.
@@ -149,24 +149,14 @@ impl GatewayMap {
         }
     }
 
-    /// The map, longest key first (see the Ingress map in `render`).
+    /// The map, longest key first.
     pub(crate) fn into_plan(self) -> MapPlan {
-        let mut entries: Vec<MapEntry> = self
+        let entries = self
             .entries
             .into_iter()
             .map(|(key, value)| MapEntry { key, value })
             .collect();
-        entries.sort_by(|a, b| {
-            b.key
-                .len()
-                .cmp(&a.key.len())
-                .then_with(|| a.key.cmp(&b.key))
-        });
-        MapPlan {
-            path: GATEWAY_MAP_PATH.to_string(),
-            match_kind: MatchKind::Beg,
-            entries,
-        }
+        MapPlan::longest_first(GATEWAY_MAP_PATH, entries)
     }
 }
 

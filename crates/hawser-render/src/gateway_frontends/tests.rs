@@ -48,17 +48,7 @@ fn log_format_literals_keep_percent_signs() {
 }
 
 fn listener(port: u16, protocol: ListenerProtocol) -> ListenerEntry {
-    ListenerEntry {
-        name: "l".to_string(),
-        port,
-        protocol,
-        hostname: None,
-        tls: None,
-        http_rules: Vec::new(),
-        grpc_rules: Vec::new(),
-        tls_routes: Vec::new(),
-        tcp_routes: Vec::new(),
-    }
+    ListenerEntry::new("l", port, protocol)
 }
 
 fn location(r: RequestRedirect, listener: &ListenerEntry) -> String {

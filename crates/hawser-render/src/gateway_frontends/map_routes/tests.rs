@@ -1,25 +1,11 @@
-use hawser_model::{
-    HttpTimeouts, ObjectKey, PathMatch, ServicePortRef, ValueMatch, ValueMatchKind,
-};
+use hawser_model::{HttpTimeouts, ObjectKey, PathMatch, ValueMatch, ValueMatchKind};
 
 use super::*;
-use crate::backends::BackendKey;
 use crate::gateway::{FilterEntry, WeightedBackend};
+use crate::plan::MatchKind;
 
 fn service(name: &str, weight: u32) -> WeightedBackend {
-    let key = BackendKey {
-        namespace: "app".to_string(),
-        service: name.to_string(),
-        port: ServicePortRef::Number(80),
-    };
-    WeightedBackend {
-        target: BackendTarget::Service {
-            backend: key.name(),
-            key,
-        },
-        weight,
-        filters: Vec::new(),
-    }
+    WeightedBackend::to_service(name, 80, weight)
 }
 
 fn rule(host: Option<&str>, kind: PathMatchKind, path: &str) -> HttpRuleEntry {

@@ -25,17 +25,7 @@ fn mirror(service: &str, numerator: u32, denominator: u32) -> FilterEntry {
 
 /// The request actions of a rule with `filters`, as `kind when...` lines.
 fn request_actions(filters: &[FilterEntry]) -> (RuleView, Vec<String>) {
-    let listener = ListenerEntry {
-        name: "http".to_string(),
-        port: 80,
-        protocol: ListenerProtocol::Http,
-        hostname: None,
-        tls: None,
-        http_rules: Vec::new(),
-        grpc_rules: Vec::new(),
-        tls_routes: Vec::new(),
-        tcp_routes: Vec::new(),
-    };
+    let listener = ListenerEntry::new("http", 80, ListenerProtocol::Http);
     let mut rule = RuleView::new("r1".to_string(), String::new(), Vec::new());
     let ctx = actions::FilterContext {
         listener: &listener,

@@ -1,4 +1,4 @@
-use hawser_model::{ObjectKey, ServicePortRef, TlsMode};
+use hawser_model::{ObjectKey, TlsMode};
 
 use super::*;
 use crate::gateway::{ListenerTlsEntry, TcpRouteEntry, TlsRouteEntry};
@@ -13,36 +13,16 @@ fn settings() -> Settings {
 }
 
 fn service(name: &str, weight: u32) -> WeightedBackend {
-    let key = BackendKey {
-        namespace: "app".to_string(),
-        service: name.to_string(),
-        port: ServicePortRef::Number(443),
-    };
-    WeightedBackend {
-        target: BackendTarget::Service {
-            backend: key.name(),
-            key,
-        },
-        weight,
-        filters: Vec::new(),
-    }
+    WeightedBackend::to_service(name, 443, weight)
 }
 
 fn listener(name: &str, port: u16, protocol: ListenerProtocol) -> ListenerEntry {
-    ListenerEntry {
-        name: name.to_string(),
-        port,
-        protocol,
-        hostname: None,
-        tls: (protocol == ListenerProtocol::Tls).then(|| ListenerTlsEntry {
-            mode: TlsMode::Passthrough,
-            certificates: Vec::new(),
-        }),
-        http_rules: Vec::new(),
-        grpc_rules: Vec::new(),
-        tls_routes: Vec::new(),
-        tcp_routes: Vec::new(),
-    }
+    let mut listener = ListenerEntry::new(name, port, protocol);
+    listener.tls = (protocol == ListenerProtocol::Tls).then(|| ListenerTlsEntry {
+        mode: TlsMode::Passthrough,
+        certificates: Vec::new(),
+    });
+    listener
 }
 
 fn tls_route(name: &str, hostname: Option<&str>, backends: Vec<WeightedBackend>) -> TlsRouteEntry {
