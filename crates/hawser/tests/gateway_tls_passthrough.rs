@@ -2,7 +2,8 @@
 //! still encrypted, to the backend of the TLSRoute that takes its SNI name
 //! (the most specific name first); names no TLSRoute takes are terminated
 //! by HAProxy on the same port for the HTTPS listener, with the client's
-//! address kept (fixture `gateway_tls_passthrough/`).
+//! address kept; the HTTPS port moves behind the passthrough frontend and
+//! back by reload (fixture `gateway_tls_passthrough/`).
 
 #![allow(
     clippy::unwrap_used,
@@ -94,4 +95,42 @@ async fn a_client_without_sni_is_terminated_too() {
     let response = gw.get_tls(None, SECURE, "/").await;
     assert_ne!(response.tls().subject_cn.as_deref(), Some(DB));
     assert_ne!(response.tls().subject_cn.as_deref(), Some(ANY));
+}
+
+#[tokio::test]
+async fn the_https_port_moves_behind_the_passthrough_frontend_and_back_by_reload() {
+    let gw = gateway().await;
+    let gateway_yaml = std::fs::read_to_string(gw.manifests().join("gateway.yaml")).unwrap();
+    let (head, https) = gateway_yaml
+        .split_once("    - name: tls\n")
+        .expect("the tls listener");
+    let (_, https) = https
+        .split_once("    - name: https\n")
+        .expect("the https listener");
+    let without_tls = format!("{head}    - name: https\n{https}");
+
+    let before = gw.desired_generation().await;
+    gw.write_manifest("gateway.yaml", &without_tls);
+    gw.expect_outcome_after(before, "reload").await;
+    let response = gw.get_tls(Some(DB), DB, "/").await;
+    assert_ne!(
+        response.tls().subject_cn.as_deref(),
+        Some(DB),
+        "still passed through"
+    );
+    expect_answered(
+        &gw.get_tls(Some(SECURE), SECURE, "/").await,
+        SECURE,
+        "infra-backend-v1",
+    );
+
+    let before = gw.desired_generation().await;
+    gw.write_manifest("gateway.yaml", &gateway_yaml);
+    gw.expect_outcome_after(before, "reload").await;
+    expect_answered(&gw.get_tls(Some(DB), DB, "/").await, DB, "tls-backend");
+    expect_answered(
+        &gw.get_tls(Some(SECURE), SECURE, "/").await,
+        SECURE,
+        "infra-backend-v1",
+    );
 }
