@@ -3,6 +3,7 @@
 //! | library  | template              | what it writes                          |
 //! |----------|-----------------------|-----------------------------------------|
 //! | base     | `base/haproxy.cfg`    | global, defaults, frontend skeleton      |
+//! | base     | `base/request_checks.cfg` | requests every HTTP frontend refuses |
 //! | ingress  | `ingress/routing.cfg` | host/path routing through maps           |
 //! | backends | `backends/backends.cfg` | one backend per Service port          |
 //! | ssl      | `ssl/bind.cfg`        | the HTTPS listener on the crt-list       |
@@ -21,6 +22,10 @@ pub const LIBRARY: &[(&str, &str)] = &[
     (
         ENTRY_TEMPLATE,
         include_str!("../../../libraries/base/haproxy.cfg.j2"),
+    ),
+    (
+        "base/request_checks.cfg",
+        include_str!("../../../libraries/base/request_checks.cfg.j2"),
     ),
     (
         "ingress/routing.cfg",

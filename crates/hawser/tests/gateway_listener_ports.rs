@@ -1,6 +1,7 @@
 //! Gateway API: a listener on a port other than 80 (HTTP) and 443 (HTTPS) is
 //! served on that port, by a frontend of its own, with only its own routes;
-//! an HTTPS one there terminates TLS with its certificate
+//! an HTTPS one there terminates TLS with its certificate; it refuses the
+//! requests every HTTP frontend refuses
 //! (fixture `gateway_listener_ports/`).
 
 #![allow(
@@ -65,4 +66,16 @@ async fn an_https_listener_on_its_own_port_terminates_tls() {
         (reply.namespace.as_str(), reply.service.as_str()),
         (INFRA, "infra-backend-v3")
     );
+}
+
+#[tokio::test]
+async fn a_port_of_its_own_refuses_what_no_route_may_see() {
+    let (gw, alt, _) = gateway().await;
+    // A "/" in the host would spell another host's key in the gateway map.
+    let response = gw.get_on(alt, "alt.example.com/x", "/").await;
+    assert_eq!(response.status, 400, "{}", response.text());
+    let response = gw.get_on(alt, HOST, "/a/../b").await;
+    assert_eq!(response.status, 400, "{}", response.text());
+    let response = gw.get_on(alt, HOST, "/a|b").await;
+    assert_eq!(response.status, 400, "{}", response.text());
 }
