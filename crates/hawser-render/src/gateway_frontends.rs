@@ -65,7 +65,8 @@ pub(crate) struct GatewayView {
     pub ingress_scope: Option<String>,
     /// Path of the gateway map (simple HTTPRoute rules, runtime-updatable).
     pub map: &'static str,
-    /// The gateway map, when a frontend serves a Gateway listener.
+    /// The gateway map, when a frontend serves a Gateway listener; the
+    /// render takes it into the plan.
     #[serde(skip)]
     pub map_plan: Option<crate::plan::MapPlan>,
     /// Listeners on other ports, one frontend per port, by port.

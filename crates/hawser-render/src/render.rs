@@ -151,7 +151,8 @@ impl Renderer {
         let mut routes = ingress::route_table(store, &settings.ingress_controller, &mut diags);
         let (gateway_table, gateway_status) =
             gateway::gateway_table(store, &settings.gateway_controller, &mut diags);
-        let gateway_view = gateway_frontends::gateway_view(&gateway_table, settings, &mut diags);
+        let mut gateway_view =
+            gateway_frontends::gateway_view(&gateway_table, settings, &mut diags);
         let mut referenced = routes.backends.clone();
         for (key, referrer) in &gateway_table.backends {
             referenced
@@ -164,7 +165,7 @@ impl Renderer {
         backends.sort_by(|a, b| a.name.cmp(&b.name));
         add_listener_certificates(&mut routes.tls, &gateway_table);
         let mut maps = route_maps(&routes);
-        maps.extend(gateway_view.map_plan.clone());
+        maps.extend(gateway_view.map_plan.take());
         maps.sort_by(|a, b| a.path.cmp(&b.path));
         for map in &maps {
             files.insert(map.path.clone(), FileKind::Map, map.to_file());
