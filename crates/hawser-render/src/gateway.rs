@@ -504,46 +504,13 @@ fn finish(ctx: Context<'_>) -> (GatewayTable, GatewayStatus) {
             }
             entries.push(entry);
         }
-        let total = listener_statuses.len();
-        let programmed = entries.len();
-        let not_valid: Vec<&str> = listener_statuses
-            .iter()
-            .filter(|l| !condition(&l.conditions, "Programmed").is_some_and(Condition::is_true))
-            .map(|l| l.name.as_str())
-            .collect();
-        let not_valid = format!("listeners not valid: {}", not_valid.join(", "));
-        let accepted = match (&owned.invalid, programmed) {
-            (Some(reason), _) => {
+        let (listeners_accepted, programmed_condition) =
+            status::listener_summary(&listener_statuses, generation);
+        let accepted = match &owned.invalid {
+            Some(reason) => {
                 Condition::new("Accepted", false, "Invalid", reason.clone(), generation)
             }
-            (None, p) if p == total && p > 0 => {
-                Condition::new("Accepted", true, "Accepted", "", generation)
-            }
-            (None, 0) => Condition::new(
-                "Accepted",
-                false,
-                "ListenersNotValid",
-                not_valid.clone(),
-                generation,
-            ),
-            (None, _) => Condition::new(
-                "Accepted",
-                true,
-                "ListenersNotValid",
-                not_valid.clone(),
-                generation,
-            ),
-        };
-        let programmed_condition = if programmed > 0 {
-            Condition::new("Programmed", true, "Programmed", "", generation)
-        } else {
-            Condition::new(
-                "Programmed",
-                false,
-                "Invalid",
-                "no listener is programmed",
-                generation,
-            )
+            None => listeners_accepted,
         };
         status.gateways.push(GatewayObjectStatus {
             gateway: gateway.key.clone(),

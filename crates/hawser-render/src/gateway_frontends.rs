@@ -36,7 +36,7 @@ mod stream;
 
 use std::collections::BTreeMap;
 
-use hawser_model::{Kind, ObjectRef};
+use hawser_model::{Kind, ObjectKey, ObjectRef};
 use serde::Serialize;
 
 pub(crate) use self::conditions::Condition;
@@ -65,6 +65,10 @@ pub(crate) struct GatewayView {
     pub ingress_scope: Option<String>,
     /// Path of the gateway map (simple HTTPRoute rules, runtime-updatable).
     pub map: &'static str,
+    /// Listeners the table accepted whose port this configuration cannot
+    /// serve; the render marks them in the status.
+    #[serde(skip)]
+    pub unserved: Vec<Unserved>,
     /// The gateway map, when a frontend serves a Gateway listener; the
     /// render takes it into the plan.
     #[serde(skip)]
@@ -90,6 +94,40 @@ pub(crate) struct GatewayView {
     pub tcp_backends: BTreeMap<BackendKey, ObjectRef>,
     /// Request mirrors, when a rule mirrors; `None` otherwise (no Lua then).
     pub mirror: Option<MirrorView>,
+}
+
+/// A listener the table accepted whose port this configuration cannot
+/// serve: something else binds it.
+#[derive(Debug, Clone)]
+pub(crate) struct Unserved {
+    pub gateway: ObjectKey,
+    pub listener: String,
+    /// `port <port> with protocol <protocol> cannot be served, <why>`.
+    pub message: String,
+}
+
+impl Unserved {
+    /// Warns that `listener` of `gateway` is not served, and why.
+    fn warn(
+        diags: &mut Diagnostics,
+        gateway: &ObjectKey,
+        listener: &ListenerEntry,
+        why: &str,
+    ) -> Unserved {
+        let message = format!(
+            "port {} with protocol {:?} cannot be served, {why}",
+            listener.port, listener.protocol
+        );
+        diags.warn(
+            &ObjectRef::new(Kind::Gateway, gateway.clone()),
+            format!("listener {:?}: {message}", listener.name),
+        );
+        Unserved {
+            gateway: gateway.clone(),
+            listener: listener.name.clone(),
+            message,
+        }
+    }
 }
 
 /// A frontend of its own for the listeners on one port.
@@ -267,13 +305,9 @@ pub(crate) fn gateway_view(
             if let Some(port) = own_port(listener)
                 && taken.contains(&Some(port))
             {
-                diags.warn(
-                    &ObjectRef::new(Kind::Gateway, gateway.gateway.clone()),
-                    format!(
-                        "listener {:?}: port {port} with protocol {:?} cannot be served, another listener binds it",
-                        listener.name, listener.protocol
-                    ),
-                );
+                let why = "another listener binds it";
+                view.unserved
+                    .push(Unserved::warn(diags, &gateway.gateway, listener, why));
                 continue;
             }
             let origin = format!("on Gateway {} listener {}", gateway.gateway, listener.name);
@@ -333,6 +367,7 @@ pub(crate) fn gateway_view(
     view.streams = streams.frontends;
     view.https_socket = streams.https_socket;
     view.tcp_backends = streams.tcp_backends;
+    view.unserved.extend(streams.unserved);
     view.map = GATEWAY_MAP_PATH;
     if view.ingress_scope.is_some() || !own.is_empty() {
         view.map_plan = Some(map.into_plan());

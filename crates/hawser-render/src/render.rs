@@ -149,10 +149,13 @@ impl Renderer {
         let mut files = FileSet::default();
 
         let mut routes = ingress::route_table(store, &settings.ingress_controller, &mut diags);
-        let (gateway_table, gateway_status) =
+        let (gateway_table, mut gateway_status) =
             gateway::gateway_table(store, &settings.gateway_controller, &mut diags);
         let mut gateway_view =
             gateway_frontends::gateway_view(&gateway_table, settings, &mut diags);
+        for unserved in &gateway_view.unserved {
+            gateway_status.mark_unserved(&unserved.gateway, &unserved.listener, &unserved.message);
+        }
         let mut referenced = routes.backends.clone();
         for (key, referrer) in &gateway_table.backends {
             referenced

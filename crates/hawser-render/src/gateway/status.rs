@@ -103,3 +103,85 @@ pub fn condition<'a>(conditions: &'a [Condition], condition_type: &str) -> Optio
         .iter()
         .find(|c| c.condition_type == condition_type)
 }
+
+/// A valid Gateway's `Accepted` and `Programmed`, from its listeners':
+/// accepted when every listener is programmed, accepted with
+/// `ListenersNotValid` when some are, refused when none is.
+pub(super) fn listener_summary(
+    listeners: &[ListenerStatus],
+    generation: Option<i64>,
+) -> (Condition, Condition) {
+    let total = listeners.len();
+    let not_valid: Vec<&str> = listeners
+        .iter()
+        .filter(|l| !condition(&l.conditions, "Programmed").is_some_and(Condition::is_true))
+        .map(|l| l.name.as_str())
+        .collect();
+    let programmed = total - not_valid.len();
+    let not_valid = format!("listeners not valid: {}", not_valid.join(", "));
+    let accepted = match programmed {
+        p if p == total && p > 0 => Condition::new("Accepted", true, "Accepted", "", generation),
+        0 => Condition::new(
+            "Accepted",
+            false,
+            "ListenersNotValid",
+            not_valid,
+            generation,
+        ),
+        _ => Condition::new("Accepted", true, "ListenersNotValid", not_valid, generation),
+    };
+    let programmed = if programmed > 0 {
+        Condition::new("Programmed", true, "Programmed", "", generation)
+    } else {
+        Condition::new(
+            "Programmed",
+            false,
+            "Invalid",
+            "no listener is programmed",
+            generation,
+        )
+    };
+    (accepted, programmed)
+}
+
+impl GatewayStatus {
+    /// A listener the table accepted but whose port the configuration
+    /// cannot serve (something else binds it): `Accepted=False`
+    /// (`PortUnavailable`, with `message`) and not programmed, and its
+    /// Gateway's conditions say so.
+    pub(crate) fn mark_unserved(&mut self, gateway: &ObjectKey, listener: &str, message: &str) {
+        let Some(entry) = self.gateways.iter_mut().find(|g| &g.gateway == gateway) else {
+            return;
+        };
+        let Some(status) = entry.listeners.iter_mut().find(|l| l.name == listener) else {
+            return;
+        };
+        for c in &mut status.conditions {
+            let generation = c.observed_generation;
+            match c.condition_type {
+                "Accepted" => {
+                    *c = Condition::new("Accepted", false, "PortUnavailable", message, generation);
+                }
+                "Programmed" => {
+                    *c = Condition::new(
+                        "Programmed",
+                        false,
+                        "Invalid",
+                        "the listener's port cannot be served",
+                        generation,
+                    );
+                }
+                _ => {}
+            }
+        }
+        let valid = entry
+            .conditions
+            .iter()
+            .all(|c| c.condition_type != "Accepted" || c.reason != "Invalid");
+        if valid {
+            let generation = entry.conditions.first().and_then(|c| c.observed_generation);
+            let (accepted, programmed) = listener_summary(&entry.listeners, generation);
+            entry.conditions = vec![accepted, programmed];
+        }
+    }
+}

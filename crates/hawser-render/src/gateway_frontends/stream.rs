@@ -22,7 +22,7 @@ use hawser_model::{Kind, ObjectRef};
 use serde::Serialize;
 
 use super::conditions::Condition;
-use super::{BackendChoice, FrontendView};
+use super::{BackendChoice, FrontendView, Unserved};
 use crate::backends::BackendKey;
 use crate::config::Settings;
 use crate::gateway::{
@@ -80,6 +80,8 @@ pub(crate) struct Streams {
     pub https_socket: Option<String>,
     /// Service ports stream routes send to: each gets a TCP twin.
     pub tcp_backends: BTreeMap<BackendKey, ObjectRef>,
+    /// Listeners whose port something else binds.
+    pub unserved: Vec<Unserved>,
 }
 
 /// A rule with the rank it sorts by among the rules of its port.
@@ -102,23 +104,17 @@ pub(crate) fn stream_frontends(
     let mut by_port: BTreeMap<u16, (StreamFrontendView, Vec<Ranked>)> = BTreeMap::new();
     let mut next_id = 0usize;
     for gateway in gateways {
-        let gateway_ref = ObjectRef::new(Kind::Gateway, gateway.gateway.clone());
         for listener in &gateway.listeners {
             let sni = match listener.protocol {
                 ListenerProtocol::Tls => true,
                 ListenerProtocol::Tcp => false,
                 ListenerProtocol::Http | ListenerProtocol::Https => continue,
             };
-            let unserved = |why: &str| {
-                format!(
-                    "listener {:?}: port {} with protocol {:?} cannot be served, {why}",
-                    listener.name, listener.port, listener.protocol
-                )
-            };
             let port = match bound_port(listener, settings, own) {
                 Ok(port) => port,
                 Err(why) => {
-                    diags.warn(&gateway_ref, unserved(why));
+                    let unserved = Unserved::warn(diags, &gateway.gateway, listener, why);
+                    streams.unserved.push(unserved);
                     continue;
                 }
             };
@@ -134,10 +130,10 @@ pub(crate) fn stream_frontends(
                 (frontend, Vec::new())
             });
             if frontend.sni != sni {
-                diags.warn(
-                    &gateway_ref,
-                    unserved("a listener with another protocol binds it"),
-                );
+                let why = "a listener with another protocol binds it";
+                streams
+                    .unserved
+                    .push(Unserved::warn(diags, &gateway.gateway, listener, why));
                 continue;
             }
             let origin = format!("on Gateway {} listener {}", gateway.gateway, listener.name);

@@ -77,10 +77,14 @@ pub fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let store = &inputs.manifests.store;
     let rendered = inputs.renderer.render(store)?;
     let controller = inputs.renderer.config().settings.gateway_controller.clone();
+    let mut routing = gateway_routing(store, &controller);
+    // The render's status also knows the listeners whose port this
+    // configuration cannot serve.
+    routing.status = (*rendered.gateway_status).clone();
     let report = Report {
         store,
         controller: controller.clone(),
-        routing: gateway_routing(store, &controller),
+        routing,
         ingresses: ingress_outcomes(store, &rendered.diagnostics),
     };
     let out = match args.output {

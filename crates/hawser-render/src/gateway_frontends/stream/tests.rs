@@ -235,6 +235,12 @@ fn ports_something_else_binds_are_warned_about_not_served() {
         ["gw_tls_7000"]
     );
     assert_eq!(warnings.len(), 4, "{warnings:?}");
+    let unserved: Vec<&str> = streams
+        .unserved
+        .iter()
+        .map(|u| u.listener.as_str())
+        .collect();
+    assert_eq!(unserved, ["tcp-http", "tcp-443", "tls-http", "tcp"]);
     for name in ["tcp-http", "tcp-443", "tls-http", "\"tcp\""] {
         assert!(
             warnings
