@@ -167,11 +167,12 @@ pub(crate) struct RuleView {
 }
 
 impl RuleView {
-    /// A rule chosen when `conditions` hold, with no actions yet.
-    fn new(id: String, source: String, conditions: Vec<Condition>) -> RuleView {
+    /// A rule of precedence `rank` chosen when `conditions` hold, with no
+    /// actions yet.
+    fn new(id: String, rank: u64, source: String, conditions: Vec<Condition>) -> RuleView {
         RuleView {
             id,
-            rank: map_routes::GRPC_RANK,
+            rank,
             source,
             conditions,
             pick: None,
@@ -325,9 +326,7 @@ pub(crate) fn gateway_view(
                     _ => {
                         map.note_acl(&scope, rank, host);
                         next_id += 1;
-                        let mut rule = http_rule(format!("r{next_id}"), &origin, listener, entry);
-                        rule.rank = rank;
-                        rules.push(rule);
+                        rules.push(http_rule(format!("r{next_id}"), &origin, listener, entry));
                     }
                 }
             }
@@ -398,7 +397,7 @@ fn http_rule(
         "HTTPRoute {} rule {} match {} {origin}",
         entry.route, entry.rule_index, entry.match_index
     );
-    let mut rule = RuleView::new(id, source, conditions);
+    let mut rule = RuleView::new(id, map_routes::rank(entry), source, conditions);
     if entry.unavailable {
         return rule.answering_500(chosen);
     }

@@ -5,7 +5,7 @@
 use hawser_model::{GrpcMethodMatch, ValueMatchKind};
 
 use super::conditions::{self, Condition};
-use super::{H2_SUFFIX, RuleView, actions, weighted};
+use super::{H2_SUFFIX, RuleView, actions, map_routes, weighted};
 use crate::gateway::{GrpcRuleEntry, ListenerEntry};
 
 /// Any one path segment, for a service or method the match leaves open.
@@ -26,7 +26,7 @@ pub(super) fn grpc_rule(
         "GRPCRoute {} rule {} match {} {origin}",
         entry.route, entry.rule_index, entry.match_index
     );
-    let mut rule = RuleView::new(id, source, conditions);
+    let mut rule = RuleView::new(id, map_routes::GRPC_RANK, source, conditions);
     if entry.unavailable {
         return rule.answering_500(chosen);
     }

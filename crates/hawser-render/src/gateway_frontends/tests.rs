@@ -52,16 +52,7 @@ fn listener(port: u16, protocol: ListenerProtocol) -> ListenerEntry {
 }
 
 fn location(r: RequestRedirect, listener: &ListenerEntry) -> String {
-    let mut rule = RuleView {
-        id: "r1".to_string(),
-        rank: 0,
-        source: String::new(),
-        conditions: Vec::new(),
-        pick: None,
-        request: Vec::new(),
-        response: Vec::new(),
-        backends: Vec::new(),
-    };
+    let mut rule = RuleView::new("r1".to_string(), 0, String::new(), Vec::new());
     let ctx = actions::FilterContext {
         listener,
         prefix: Some("/foo".to_string()),
@@ -114,20 +105,8 @@ fn redirect_ports_follow_the_scheme_and_the_listener() {
 
 #[test]
 fn weights_own_consecutive_ranges_and_zero_owns_none() {
-    use crate::backends::BackendKey;
     use crate::gateway::{BackendTarget, WeightedBackend};
-    let service = |name: &str, weight| WeightedBackend {
-        target: BackendTarget::Service {
-            key: BackendKey {
-                namespace: "app".to_string(),
-                service: name.to_string(),
-                port: hawser_model::ServicePortRef::Number(80),
-            },
-            backend: format!("be_app_{name}_80"),
-        },
-        weight,
-        filters: Vec::new(),
-    };
+    let service = |name: &str, weight| WeightedBackend::to_service(name, 80, weight);
     let unresolved = WeightedBackend {
         target: BackendTarget::Unresolved {
             reason: "gone".to_string(),
@@ -135,16 +114,7 @@ fn weights_own_consecutive_ranges_and_zero_owns_none() {
         weight: 1,
         filters: Vec::new(),
     };
-    let mut rule = RuleView {
-        id: "r1".to_string(),
-        rank: 0,
-        source: String::new(),
-        conditions: Vec::new(),
-        pick: None,
-        request: Vec::new(),
-        response: Vec::new(),
-        backends: Vec::new(),
-    };
+    let mut rule = RuleView::new("r1".to_string(), 0, String::new(), Vec::new());
     let http80 = listener(80, ListenerProtocol::Http);
     let ctx = actions::FilterContext {
         listener: &http80,
@@ -185,33 +155,13 @@ fn weights_own_consecutive_ranges_and_zero_owns_none() {
 
 #[test]
 fn a_single_backend_needs_no_pick() {
-    let mut rule = RuleView {
-        id: "r1".to_string(),
-        rank: 0,
-        source: String::new(),
-        conditions: Vec::new(),
-        pick: None,
-        request: Vec::new(),
-        response: Vec::new(),
-        backends: Vec::new(),
-    };
+    let mut rule = RuleView::new("r1".to_string(), 0, String::new(), Vec::new());
     let http80 = listener(80, ListenerProtocol::Http);
     let ctx = actions::FilterContext {
         listener: &http80,
         prefix: None,
     };
-    let backend = crate::gateway::WeightedBackend {
-        target: crate::gateway::BackendTarget::Service {
-            key: crate::backends::BackendKey {
-                namespace: "app".to_string(),
-                service: "a".to_string(),
-                port: hawser_model::ServicePortRef::Number(80),
-            },
-            backend: "be_app_a_80".to_string(),
-        },
-        weight: 7,
-        filters: Vec::new(),
-    };
+    let backend = crate::gateway::WeightedBackend::to_service("a", 80, 7);
     weighted(&mut rule, &[backend], &[], &ctx, "");
     assert_eq!(rule.pick, None);
     assert_eq!(rule.backends.len(), 1);

@@ -26,7 +26,7 @@ fn mirror(service: &str, numerator: u32, denominator: u32) -> FilterEntry {
 /// The request actions of a rule with `filters`, as `kind when...` lines.
 fn request_actions(filters: &[FilterEntry]) -> (RuleView, Vec<String>) {
     let listener = ListenerEntry::new("http", 80, ListenerProtocol::Http);
-    let mut rule = RuleView::new("r1".to_string(), String::new(), Vec::new());
+    let mut rule = RuleView::new("r1".to_string(), 0, String::new(), Vec::new());
     let ctx = actions::FilterContext {
         listener: &listener,
         prefix: None,
