@@ -34,6 +34,8 @@ use crate::runtime_ops::{self, describe};
 use crate::status::{AgentStatus, ApplyKind, ApplyOutcome, Phase};
 use crate::tree::{Generation, TreeError, TreeStore, VersionName};
 
+mod stage;
+
 /// One rendered version to apply.
 #[derive(Debug, Clone)]
 pub struct Desired {
@@ -492,10 +494,7 @@ impl Core {
         desired: &Desired,
         newer: &mut watch::Receiver<Option<Arc<Desired>>>,
     ) -> Result<Option<(ApplyKind, String)>, String> {
-        let version = self
-            .tree
-            .stage(desired.generation, &desired.files, &desired.plan)
-            .map_err(|e| e.to_string())?;
+        let version = self.stage_desired(desired)?;
         let config_text = desired.files.text(CONFIG_PATH).unwrap_or_default();
         let with_culprit = |message: String, line: Option<usize>| {
             let culprit = line.and_then(|l| culprit_at(config_text, u32::try_from(l).ok()?));

@@ -1,5 +1,6 @@
 //! What the agent reports: its phase, generations, the last outcome and counters.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -92,6 +93,9 @@ pub struct AgentStatus {
     pub failed_reloads: u64,
     pub runtime_ops: u64,
     pub rejected: u64,
+    /// Versions that could not be written to disk, by reason (`disk_full`,
+    /// `io`, ...: `TreeError::metric_label`).
+    pub failed_stages: BTreeMap<String, u64>,
     pub drift_repairs: u64,
     pub haproxy_restarts: u64,
     /// The HAProxy worker verified by the last reload.
@@ -110,6 +114,7 @@ impl AgentStatus {
             failed_reloads: 0,
             runtime_ops: 0,
             rejected: 0,
+            failed_stages: BTreeMap::new(),
             drift_repairs: 0,
             haproxy_restarts: 0,
             worker_pid: None,

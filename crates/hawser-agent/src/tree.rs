@@ -13,8 +13,10 @@
 //!
 //! A version is written file by file (each fsynced, keys created 0600), then
 //! its PLAN and MANIFEST (the digest of every file and of the plan), then the directory is fsynced and
-//! renamed into place. A crash at any point leaves either a staging directory
-//! (removed at the next start) or a complete version whose manifest proves it.
+//! renamed into place. A failed stage removes its staging directory at once
+//! (a full disk is [`TreeError::StateFull`]); a crash at any point leaves
+//! either a staging directory (removed at the next start) or a complete
+//! version whose manifest proves it.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -25,6 +27,10 @@ use std::path::{Component, Path, PathBuf};
 
 use hawser_render::{FileKind, FileSet, Plan};
 use sha2::{Digest, Sha256};
+
+use self::staging::StagingDir;
+
+mod staging;
 
 /// A render's sequence number. Versions are ordered by it.
 pub type Generation = u64;
@@ -55,6 +61,15 @@ pub enum TreeError {
     },
     #[error("refusing to write {0:?}: not a plain relative path")]
     BadPath(String),
+    /// No space (or no quota) left where versions are written.
+    #[error("the state directory {} is full: {action} {}: {source}", dir.display(), path.display())]
+    StateFull {
+        dir: PathBuf,
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 impl TreeError {
@@ -64,8 +79,35 @@ impl TreeError {
             TreeError::Io { .. } => "io",
             TreeError::Damaged { .. } => "damaged",
             TreeError::BadPath(_) => "bad_path",
+            TreeError::StateFull { .. } => "disk_full",
         }
     }
+
+    /// An I/O error that says the disk or the quota is full becomes
+    /// [`TreeError::StateFull`] for `dir`; any other error is kept.
+    fn full_in(self, dir: &Path) -> TreeError {
+        match self {
+            TreeError::Io {
+                action,
+                path,
+                source,
+            } if is_out_of_space(&source) => TreeError::StateFull {
+                dir: dir.to_path_buf(),
+                action,
+                path,
+                source,
+            },
+            other => other,
+        }
+    }
+}
+
+/// ENOSPC (no blocks or no inodes left) and EDQUOT.
+fn is_out_of_space(error: &io::Error) -> bool {
+    matches!(
+        error.kind(),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+    )
 }
 
 fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> TreeError + 'a {
@@ -217,7 +259,18 @@ impl TreeStore {
 
     /// Writes a version and returns its name. Writing a generation that already
     /// exists with the same content reuses it; with other content it is an error.
+    /// On any error nothing of the new version is left on disk.
     pub fn stage(
+        &self,
+        generation: Generation,
+        files: &FileSet,
+        plan: &Plan,
+    ) -> Result<VersionName, TreeError> {
+        self.stage_files(generation, files, plan)
+            .map_err(|e| e.full_in(&self.base))
+    }
+
+    fn stage_files(
         &self,
         generation: Generation,
         files: &FileSet,
@@ -240,16 +293,15 @@ impl TreeStore {
                 reason: "it exists with other content".to_string(),
             });
         }
-        let staging = self.base.join(format!(
+        // Removed on every early return below; kept only once renamed.
+        let staging = StagingDir::create(self.base.join(format!(
             "{STAGING_PREFIX}{generation}.{}",
             std::process::id()
-        ));
-        let _ = fs::remove_dir_all(&staging);
-        fs::create_dir(&staging).map_err(io_err("cannot create", &staging))?;
-        let mut dirs = vec![staging.clone()];
+        )))?;
+        let mut dirs = vec![staging.path().to_path_buf()];
         for (path, file) in files.iter() {
             let relative = plain_relative(path)?;
-            let dest = staging.join(relative);
+            let dest = staging.path().join(relative);
             if let Some(parent) = dest.parent()
                 && !dirs.iter().any(|d| d == parent)
             {
@@ -258,16 +310,16 @@ impl TreeStore {
             }
             write_synced(&dest, &file.content, file.mode())?;
         }
-        write_synced(&staging.join(PLAN), &plan_json, 0o644)?;
+        write_synced(&staging.path().join(PLAN), &plan_json, 0o644)?;
         write_synced(
-            &staging.join(MANIFEST),
+            &staging.path().join(MANIFEST),
             manifest.to_text().as_bytes(),
             0o644,
         )?;
         for dir in dirs.iter().rev() {
             sync_dir(dir)?;
         }
-        fs::rename(&staging, &target).map_err(io_err("cannot rename into place", &target))?;
+        staging.rename_to(&target)?;
         sync_dir(&self.base)?;
         Ok(version)
     }
@@ -361,6 +413,11 @@ impl TreeStore {
     }
 
     fn point(&self, name: &str, version: VersionName) -> Result<(), TreeError> {
+        self.repoint(name, version)
+            .map_err(|e| e.full_in(&self.base))
+    }
+
+    fn repoint(&self, name: &str, version: VersionName) -> Result<(), TreeError> {
         let link = self.base.join(name);
         let tmp = self.base.join(format!(".{name}.tmp"));
         let _ = fs::remove_file(&tmp);

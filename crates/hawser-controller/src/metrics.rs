@@ -26,6 +26,11 @@ struct KindLabel {
     kind: String,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: String,
+}
+
 /// The registry and the instruments it holds.
 #[derive(Debug)]
 pub struct Metrics {
@@ -34,6 +39,7 @@ pub struct Metrics {
     apply_seconds: Histogram,
     reloads: Counter,
     failed_reloads: Counter,
+    failed_stages: Family<ReasonLabel, Counter>,
     runtime_ops: Counter,
     drift_repairs: Counter,
     haproxy_restarts: Counter,
@@ -68,6 +74,7 @@ impl Metrics {
             apply_seconds,
             reloads: Counter::default(),
             failed_reloads: Counter::default(),
+            failed_stages: Family::default(),
             runtime_ops: Counter::default(),
             drift_repairs: Counter::default(),
             haproxy_restarts: Counter::default(),
@@ -98,6 +105,11 @@ impl Metrics {
             "failed_reloads",
             "HAProxy reloads refused or not verified",
             m.failed_reloads.clone(),
+        );
+        registry.register(
+            "failed_stages",
+            "Versions that could not be written to the state directory, by reason (disk_full: no space or quota left)",
+            m.failed_stages.clone(),
         );
         registry.register(
             "runtime_operations",
@@ -322,6 +334,14 @@ impl Metrics {
         self.reloads.inc_by(new.reloads.saturating_sub(old.reloads));
         self.failed_reloads
             .inc_by(new.failed_reloads.saturating_sub(old.failed_reloads));
+        for (reason, count) in &new.failed_stages {
+            let before = old.failed_stages.get(reason).copied().unwrap_or_default();
+            self.failed_stages
+                .get_or_create(&ReasonLabel {
+                    reason: reason.clone(),
+                })
+                .inc_by(count.saturating_sub(before));
+        }
         self.runtime_ops
             .inc_by(new.runtime_ops.saturating_sub(old.runtime_ops));
         self.drift_repairs

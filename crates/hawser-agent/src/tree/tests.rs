@@ -121,3 +121,89 @@ fn paths_that_escape_are_refused() {
         assert!(store.stage(1, &f, &plan()).is_err(), "{bad:?}");
     }
 }
+
+/// The `staging.*` entries under the store's base.
+fn staging_dirs(store: &TreeStore) -> Vec<String> {
+    fs::read_dir(store.base())
+        .expect("read base")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(STAGING_PREFIX))
+        .collect()
+}
+
+#[test]
+fn a_dropped_staging_dir_removes_what_was_written() {
+    let (_dir, store) = store();
+    let path = store.base().join("staging.4.1");
+    let staging = staging::StagingDir::create(path.clone()).expect("create");
+    fs::create_dir(staging.path().join("maps")).expect("mkdir");
+    fs::write(staging.path().join("maps/a.map"), "a b\n").expect("write");
+    drop(staging);
+    assert!(!path.exists(), "{} is left behind", path.display());
+}
+
+#[test]
+fn a_renamed_staging_dir_is_kept() {
+    let (_dir, store) = store();
+    let staging = staging::StagingDir::create(store.base().join("staging.5.1")).expect("create");
+    fs::write(staging.path().join("haproxy.cfg"), "global\n").expect("write");
+    let target = store.base().join("v5");
+    staging.rename_to(&target).expect("rename");
+    assert!(target.join("haproxy.cfg").is_file());
+    assert!(staging_dirs(&store).is_empty());
+}
+
+#[test]
+fn a_stage_that_fails_half_way_leaves_nothing_and_the_next_one_applies() {
+    let (_dir, store) = store();
+    let serving = store.stage(1, &files("a b\n"), &plan()).expect("v1");
+    store.publish(serving).expect("publish");
+    // Written in name order: `haproxy.cfg` first, then a path that escapes;
+    // and a file where the next one needs a directory.
+    let mut escapes = files("a c\n");
+    escapes.insert("z/../x", FileKind::Map, "x");
+    let mut file_then_dir = FileSet::default();
+    file_then_dir.insert("a", FileKind::Map, "a b\n");
+    file_then_dir.insert("a/b", FileKind::Map, "a b\n");
+    for (what, bad) in [
+        ("an escaping path", escapes),
+        ("a file as a dir", file_then_dir),
+    ] {
+        let err = store.stage(2, &bad, &plan()).expect_err(what);
+        assert_ne!(err.metric_label(), "disk_full", "{what}: {err}");
+        assert!(staging_dirs(&store).is_empty(), "{what}: {err}");
+        assert!(!store.version_path(VersionName(2)).exists(), "{what}");
+    }
+    assert_eq!(store.current(), Some(serving));
+    assert_eq!(store.read(serving).expect("read"), (files("a b\n"), plan()));
+    let next = store.stage(2, &files("a c\n"), &plan()).expect("v2");
+    assert_eq!(store.read(next).expect("read"), (files("a c\n"), plan()));
+}
+
+#[test]
+fn no_space_and_no_quota_are_a_full_state_directory() {
+    const ENOSPC: i32 = 28;
+    const EDQUOT: i32 = 122;
+    let dir = Path::new("/state/tree");
+    for code in [ENOSPC, EDQUOT] {
+        let err = TreeError::Io {
+            action: "cannot write",
+            path: dir.join("staging.3.1/haproxy.cfg"),
+            source: io::Error::from_raw_os_error(code),
+        }
+        .full_in(dir);
+        assert_eq!(err.metric_label(), "disk_full", "{err}");
+        let text = err.to_string();
+        assert!(
+            text.starts_with("the state directory /state/tree is full: cannot write /state/tree/staging.3.1/haproxy.cfg: "),
+            "{text}"
+        );
+    }
+    let other = TreeError::Io {
+        action: "cannot write",
+        path: dir.join("x"),
+        source: io::Error::from_raw_os_error(13),
+    }
+    .full_in(dir);
+    assert_eq!(other.metric_label(), "io");
+}

@@ -1,0 +1,38 @@
+//! Writing a desired version to disk, and what a failure to do so leaves.
+//!
+//! A failed stage has already removed what it wrote (see `tree`); here it is
+//! counted by reason, and a full state directory gives up every version no
+//! pointer names at once, so the space comes back without a restart. The
+//! serving version (`current`, `lkg`, `loaded`) is never touched.
+
+use tracing::{info, warn};
+
+use super::{Core, Desired};
+use crate::tree::{TreeError, VersionName};
+
+impl Core {
+    /// Stages `desired`; the error is the refusal's text.
+    pub(super) fn stage_desired(&self, desired: &Desired) -> Result<VersionName, String> {
+        self.tree
+            .stage(desired.generation, &desired.files, &desired.plan)
+            .map_err(|e| self.stage_failed(&e))
+    }
+
+    fn stage_failed(&self, error: &TreeError) -> String {
+        let reason = error.metric_label();
+        self.status.send_modify(|s| {
+            *s.failed_stages.entry(reason.to_string()).or_default() += 1;
+        });
+        if matches!(error, TreeError::StateFull { .. }) {
+            match self.tree.collect_garbage(0) {
+                Ok(removed) if !removed.is_empty() => info!(
+                    removed = removed.len(),
+                    "the state directory is full: removed every version nothing serves"
+                ),
+                Ok(_) => {}
+                Err(e) => warn!("cannot remove old versions: {e}"),
+            }
+        }
+        error.to_string()
+    }
+}
