@@ -31,6 +31,7 @@ mod cli;
 mod error;
 mod master;
 mod runtime;
+pub mod sandbox;
 mod socket_error;
 mod version;
 
