@@ -31,6 +31,12 @@ pub struct Settings {
     /// Global `maxconn`; unset lets HAProxy derive it from the file-descriptor limit.
     pub maxconn: Option<u32>,
     pub timeouts: Timeouts,
+    /// `hard-stop-after`: how long a worker told to stop (the old worker of
+    /// every reload) may keep its connections before they are closed.
+    pub hard_stop_after: String,
+    /// `mworker-max-reloads`: how many reloads an old worker outlives before
+    /// it is terminated, so at most this many old workers drain at a time.
+    pub max_old_workers: u32,
     /// Where HAProxy logs, as the `log` directive's arguments.
     pub log_target: String,
     /// A custom `log-format`; HAProxy's HTTP log format when unset.
@@ -63,6 +69,8 @@ impl Default for Settings {
             https_port: 443,
             maxconn: None,
             timeouts: Timeouts::default(),
+            hard_stop_after: DEFAULT_HARD_STOP_AFTER.to_string(),
+            max_old_workers: DEFAULT_MAX_OLD_WORKERS,
             log_target: "stdout format raw local0".to_string(),
             log_format: None,
             default_certificate: None,
@@ -75,6 +83,14 @@ impl Default for Settings {
         }
     }
 }
+
+/// How long an old worker may drain unless `hardStopAfter` says otherwise.
+pub const DEFAULT_HARD_STOP_AFTER: &str = "15m";
+/// How many old workers may drain at a time unless `maxOldWorkers` says otherwise.
+pub const DEFAULT_MAX_OLD_WORKERS: u32 = 3;
+/// The most old workers `maxOldWorkers` accepts: each holds a whole
+/// configuration's memory and its connections.
+pub const MAX_OLD_WORKERS_LIMIT: u32 = 100;
 
 /// The settings an agent may require of the configuration rendered for it
 /// (where its sockets are, which ports its HAProxy binds).
@@ -216,6 +232,28 @@ impl RenderConfig {
         ] {
             validate::duration("value", value).map_err(|e| invalid(field, e))?;
         }
+        validate::duration("value", &s.hard_stop_after).map_err(|e| invalid("hardStopAfter", e))?;
+        if s.hard_stop_after
+            .bytes()
+            .all(|b| !b.is_ascii_digit() || b == b'0')
+        {
+            return Err(invalid(
+                "hardStopAfter",
+                format!(
+                    "{:?} must be longer than zero: an old worker would lose its connections at every reload",
+                    s.hard_stop_after
+                ),
+            ));
+        }
+        if s.max_old_workers > MAX_OLD_WORKERS_LIMIT {
+            return Err(invalid(
+                "maxOldWorkers",
+                format!(
+                    "{} is more than {MAX_OLD_WORKERS_LIMIT}: each old worker holds a whole configuration in memory",
+                    s.max_old_workers
+                ),
+            ));
+        }
         for (field, value) in [
             ("logTarget", Some(&s.log_target)),
             ("logFormat", s.log_format.as_ref()),
@@ -293,6 +331,18 @@ mod tests {
     }
 
     #[test]
+    fn old_workers_are_bounded_by_default() {
+        let settings = RenderConfig::default().settings;
+        assert_eq!(settings.hard_stop_after, "15m");
+        assert_eq!(settings.max_old_workers, 3);
+        let config =
+            RenderConfig::from_yaml("settings:\n  hardStopAfter: 30s\n  maxOldWorkers: 0\n")
+                .expect("valid");
+        assert_eq!(config.settings.hard_stop_after, "30s");
+        assert_eq!(config.settings.max_old_workers, 0);
+    }
+
+    #[test]
     fn bad_values_are_named() {
         for (yaml, needle) in [
             ("settings:\n  httpPort: 443\n", "httpPort"),
@@ -306,6 +356,10 @@ mod tests {
                 "defaultCertificate",
             ),
             ("settings:\n  nosuch: 1\n", "nosuch"),
+            ("settings:\n  hardStopAfter: 10x\n", "hardStopAfter"),
+            ("settings:\n  hardStopAfter: 0s\n", "hardStopAfter"),
+            ("settings:\n  maxOldWorkers: 101\n", "maxOldWorkers"),
+            ("settings:\n  maxOldWorkers: -1\n", "maxOldWorkers"),
             ("templates:\n  overrides:\n    nope.j2: x\n", "nope.j2"),
             ("templates:\n  snippets:\n    misc: x\n", "misc"),
         ] {
