@@ -509,7 +509,11 @@ impl Core {
         if let Err(e) = self
             .config
             .haproxy
-            .check(self.tree.version_path(version), CONFIG_PATH)
+            .check(
+                &self.config.paths.config_policy(),
+                self.tree.version_path(version),
+                CONFIG_PATH,
+            )
             .await
         {
             let line = match &e {

@@ -11,6 +11,9 @@
 
 use std::path::PathBuf;
 
+use hawser_haproxy::ConfigPolicy;
+use hawser_render::{builtin_lua_digests, culprit_at};
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentPaths {
     state: PathBuf,
@@ -42,5 +45,19 @@ impl AgentPaths {
 
     pub fn server_state_file(&self) -> PathBuf {
         self.run().join("server-state")
+    }
+
+    /// The config policy every version is judged by before `haproxy -c`:
+    /// the agent's own sockets (everything in `run/`) and server-state file,
+    /// known from these paths, never from the configuration; the built-in
+    /// Lua by its digest.
+    pub fn config_policy(&self) -> ConfigPolicy {
+        builtin_lua_digests()
+            .into_iter()
+            .fold(ConfigPolicy::default(), ConfigPolicy::allow_lua_digest)
+            .allow_socket(self.runtime_socket())
+            .allow_socket_dir(self.run())
+            .allow_file(self.server_state_file())
+            .name_culprits(culprit_at, Vec::new())
     }
 }

@@ -7,8 +7,8 @@
 //! snippet with `# snippet: <name>`, and the nearest such mark above the line
 //! HAProxy complains about is the culprit.
 use hawser_agent::checks::{AccountFiles, CheckError, check_global};
-use hawser_haproxy::{CheckReport, HaproxyBinary, HaproxyError};
-use hawser_render::{CONFIG_PATH, FileSet, culprit_at};
+use hawser_haproxy::{CheckReport, ConfigPolicy, HaproxyBinary, HaproxyError, PolicyError};
+use hawser_render::{CONFIG_PATH, FileSet, RenderConfig, builtin_lua_digests, culprit_at};
 
 use crate::tree::write_tree;
 
@@ -22,6 +22,9 @@ pub enum GateError {
         line: Option<u32>,
         culprit: Option<String>,
     },
+    /// The config policy refused the render: HAProxy was not run on it.
+    #[error(transparent)]
+    Refused(PolicyError),
     #[error(transparent)]
     Haproxy(HaproxyError),
     /// A check `haproxy -c` does not make (a missing chroot directory or user).
@@ -40,15 +43,57 @@ fn culprit_suffix(line: &Option<u32>, culprit: &Option<String>) -> String {
     }
 }
 
-/// Writes `files` into a fresh temporary tree and runs `haproxy -c` on it.
-pub async fn check(haproxy: &HaproxyBinary, files: &FileSet) -> Result<CheckReport, GateError> {
+/// The config policy for a render made with `config`: hawser's own paths are
+/// the ones its settings name (the runtime socket, the sockets beside it, the
+/// server-state file), the built-in Lua is known by its digest, and a refused
+/// line is blamed on the render's culprit marks or the overridden templates.
+///
+/// `config` must be trusted (the controller's own, or the local user's):
+/// a candidate's settings never widen the policy that judges it.
+pub fn config_policy(config: &RenderConfig) -> ConfigPolicy {
+    let settings = &config.settings;
+    let mut policy = builtin_lua_digests()
+        .into_iter()
+        .fold(ConfigPolicy::default(), ConfigPolicy::allow_lua_digest)
+        .name_culprits(
+            culprit_at,
+            config.templates.overrides.keys().cloned().collect(),
+        );
+    if let Some(socket) = &settings.runtime_socket {
+        policy = policy.allow_socket(socket);
+        if let Some(dir) = std::path::Path::new(socket).parent() {
+            policy = policy.allow_socket_dir(dir);
+        }
+    }
+    if let Some(file) = &settings.server_state_file {
+        policy = policy.allow_file(file);
+    }
+    policy
+}
+
+/// Runs only the config policy on `files` (no HAProxy needed).
+pub fn check_policy(policy: &ConfigPolicy, files: &FileSet) -> Result<(), GateError> {
+    let config = files.text(CONFIG_PATH).unwrap_or_default();
+    let tree = |path: &str| files.get(path).map(|file| file.content.clone());
+    policy
+        .check_config(config.as_bytes(), &tree)
+        .map_err(GateError::Refused)
+}
+
+/// Writes `files` into a fresh temporary tree and runs `haproxy -c` on it,
+/// after the config `policy`.
+pub async fn check(
+    haproxy: &HaproxyBinary,
+    policy: &ConfigPolicy,
+    files: &FileSet,
+) -> Result<CheckReport, GateError> {
     let temp = tempfile::Builder::new()
         .prefix("hawser-check-")
         .tempdir()
         .map_err(GateError::Stage)?;
     let dir = temp.path();
     write_tree(files, dir).map_err(GateError::Stage)?;
-    match haproxy.check(dir, CONFIG_PATH).await {
+    match haproxy.check(policy, dir, CONFIG_PATH).await {
         Ok(report) => {
             let config = files.text(CONFIG_PATH).unwrap_or_default();
             check_global(config, &AccountFiles::default()).map_err(|error| {
@@ -70,6 +115,7 @@ pub async fn check(haproxy: &HaproxyBinary, files: &FileSet) -> Result<CheckRepo
                 culprit,
             })
         }
+        Err(HaproxyError::Refused(refused)) => Err(GateError::Refused(refused)),
         Err(other) => Err(GateError::Haproxy(other)),
     }
 }

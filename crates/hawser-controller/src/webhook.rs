@@ -6,17 +6,15 @@
 //! ```text
 //!  AdmissionReview ──► candidate (Ingress | HawserConfig) + current store ──► dry-run render
 //!                                                                               │ rejected object? ─► deny, naming it
-//!                                                                               │ code or host files? ─► deny (never run)
+//!                                                                               │ config policy? ─► deny (never run)
 //!                                                                               │ haproxy -c (the gate) ─► deny with HAProxy's words
 //!                     ◄── allowed (with the render's warnings) ◄─────────────────┘
 //! ```
 
 mod review;
-mod safety;
 mod server;
 
 pub use review::{Candidate, Verdict, review};
-pub use safety::unsafe_directives;
 pub use server::{WebhookState, router, serve_tls};
 
 #[cfg(test)]

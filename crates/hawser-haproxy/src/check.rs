@@ -6,7 +6,7 @@ use std::{path::Path, process::Stdio};
 
 use tokio::process::Command;
 
-use crate::{HaproxyBinary, HaproxyError};
+use crate::{ConfigPolicy, HaproxyBinary, HaproxyError};
 
 /// What a passing check had to say.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,6 +20,9 @@ impl HaproxyBinary {
     /// Runs `haproxy -c -C <tree> -f <config>`, so `config` and every relative
     /// path inside it (maps, certificates, error files) resolve in `tree`.
     ///
+    /// `policy` judges the configuration first: a refused one is
+    /// [`HaproxyError::Refused`] and HAProxy is never run on it.
+    ///
     /// Returns the warnings when HAProxy accepts the configuration, and
     /// [`HaproxyError::CheckFailed`] with its alerts and the first location
     /// they name when it does not. A check still running after
@@ -27,10 +30,14 @@ impl HaproxyBinary {
     /// [`HaproxyError::CheckTimedOut`].
     pub async fn check(
         &self,
+        policy: &ConfigPolicy,
         tree: impl AsRef<Path>,
         config: impl AsRef<Path>,
     ) -> Result<CheckReport, HaproxyError> {
         let tree = tree.as_ref();
+        policy
+            .check_tree(tree, config.as_ref())
+            .map_err(HaproxyError::Refused)?;
         let spawn_error = |source| HaproxyError::Spawn {
             path: self.path().to_owned(),
             source,

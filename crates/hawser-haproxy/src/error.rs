@@ -59,6 +59,10 @@ pub enum HaproxyError {
         line: Option<u32>,
     },
 
+    /// The config policy refused the configuration: HAProxy was not run.
+    #[error("haproxy was not run: {0}")]
+    Refused(#[source] crate::PolicyError),
+
     /// `haproxy -c` did not finish in time and was killed.
     #[error("haproxy -c on {} did not finish within {timeout:?}", tree.display())]
     CheckTimedOut {
@@ -79,6 +83,7 @@ impl HaproxyError {
             Self::TooOld { .. } => "too_old",
             Self::CheckFailed { .. } => "check_failed",
             Self::CheckTimedOut { .. } => "check_timed_out",
+            Self::Refused(error) => error.metric_label(),
         }
     }
 }

@@ -8,7 +8,7 @@
 
 mod support;
 
-use hawser_haproxy::HaproxyError;
+use hawser_haproxy::{ConfigPolicy, HaproxyError};
 
 const VALID: &str = "\
 global
@@ -43,7 +43,7 @@ fn with_frontend_line(extra: &str) -> (String, u32) {
 async fn minimal_config_passes_without_warnings() {
     let tree = support::tree(&[("haproxy.cfg", VALID)]);
     let report = support::real_haproxy()
-        .check(tree.path(), "haproxy.cfg")
+        .check(&ConfigPolicy::default(), tree.path(), "haproxy.cfg")
         .await
         .unwrap();
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);
@@ -54,7 +54,7 @@ async fn warnings_are_reported_on_success() {
     let config = VALID.replace("    timeout server 30s\n", "");
     let tree = support::tree(&[("haproxy.cfg", &config)]);
     let report = support::real_haproxy()
-        .check(tree.path(), "haproxy.cfg")
+        .check(&ConfigPolicy::default(), tree.path(), "haproxy.cfg")
         .await
         .unwrap();
     assert!(!report.warnings.is_empty());
@@ -75,7 +75,7 @@ async fn unknown_directive_fails_with_haproxys_alert_and_line() {
     let (config, expected_line) = with_frontend_line("bogus_directive on");
     let tree = support::tree(&[("haproxy.cfg", &config)]);
     let error = support::real_haproxy()
-        .check(tree.path(), "haproxy.cfg")
+        .check(&ConfigPolicy::default(), tree.path(), "haproxy.cfg")
         .await
         .unwrap_err();
     let HaproxyError::CheckFailed { output, file, line } = &error else {
@@ -112,7 +112,7 @@ async fn relative_map_resolves_inside_the_tree() {
     // The test's own working directory has no maps/: only `-C` makes this pass.
     assert!(!std::path::Path::new("maps/x.map").exists());
     support::real_haproxy()
-        .check(tree.path(), "haproxy.cfg")
+        .check(&ConfigPolicy::default(), tree.path(), "haproxy.cfg")
         .await
         .unwrap();
 }
@@ -123,7 +123,7 @@ async fn missing_relative_map_fails_at_its_line() {
         with_frontend_line("http-request set-var(txn.route) req.hdr(host),map(maps/missing.map)");
     let tree = support::tree(&[("haproxy.cfg", &config), ("maps/x.map", "")]);
     let error = support::real_haproxy()
-        .check(tree.path(), "haproxy.cfg")
+        .check(&ConfigPolicy::default(), tree.path(), "haproxy.cfg")
         .await
         .unwrap_err();
     let HaproxyError::CheckFailed { output, line, .. } = &error else {
@@ -137,7 +137,7 @@ async fn missing_relative_map_fails_at_its_line() {
 async fn missing_config_file_fails() {
     let tree = support::tree(&[]);
     let error = support::real_haproxy()
-        .check(tree.path(), "haproxy.cfg")
+        .check(&ConfigPolicy::default(), tree.path(), "haproxy.cfg")
         .await
         .unwrap_err();
     let HaproxyError::CheckFailed { output, line, .. } = &error else {

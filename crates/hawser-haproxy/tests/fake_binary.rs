@@ -12,7 +12,7 @@
 
 use std::{fs, os::unix::fs::PermissionsExt, path::PathBuf, time::Duration};
 
-use hawser_haproxy::{HaproxyBinary, HaproxyError, Version};
+use hawser_haproxy::{ConfigPolicy, HaproxyBinary, HaproxyError, Version};
 
 /// Writes an executable script that prints `banner` for `-v` and runs `otherwise` for anything else.
 fn fake(dir: &std::path::Path, name: &str, banner: &str, otherwise: &str) -> PathBuf {
@@ -72,7 +72,11 @@ async fn fake_binaries_are_gated_by_version_and_bounded_by_the_timeout() {
         .unwrap()
         .with_check_timeout(Duration::from_millis(300));
     let started = std::time::Instant::now();
-    let error = hanging.check(dir.path(), "haproxy.cfg").await.unwrap_err();
+    fs::write(dir.path().join("haproxy.cfg"), "global\n").unwrap();
+    let error = hanging
+        .check(&ConfigPolicy::default(), dir.path(), "haproxy.cfg")
+        .await
+        .unwrap_err();
     assert!(
         matches!(error, HaproxyError::CheckTimedOut { timeout, .. } if timeout == Duration::from_millis(300)),
         "{error:?}"

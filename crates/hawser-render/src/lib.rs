@@ -19,6 +19,7 @@
 //! a reload without parsing HAProxy text.
 
 mod backends;
+mod builtin_lua;
 mod config;
 mod culprit;
 mod engine;
@@ -38,6 +39,7 @@ pub use config::{
     AGENT_SETTINGS, ConfigError, INGRESS_CONTROLLER, RenderConfig, Settings, TemplateConfig,
     Timeouts,
 };
+pub use builtin_lua::builtin_lua_digests;
 pub use culprit::culprit_at;
 pub use files::{FileKind, FileSet, RenderedFile};
 pub use gateway::{

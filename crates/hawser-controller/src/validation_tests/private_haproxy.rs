@@ -57,8 +57,10 @@ impl PrivateHaproxy {
         for _ in 0..BIND_ATTEMPTS {
             let ip = private_address();
             let (http, https) = two_free_ports(ip).map_err(ValidationTestError::Prepare)?;
-            let renderer = Renderer::new(private_config(config, ip, http, https))
-                .map_err(ValidationTestError::Render)?;
+            let private = private_config(config, ip, http, https);
+            // Nothing of the user's runs before the config policy passes.
+            let policy = gate::config_policy(&private);
+            let renderer = Renderer::new(private).map_err(ValidationTestError::Render)?;
             let rendered = renderer
                 .render(store)
                 .map_err(ValidationTestError::Render)?;
@@ -67,6 +69,9 @@ impl PrivateHaproxy {
                 .tempdir()
                 .map_err(ValidationTestError::Prepare)?;
             write_tree(&rendered.files, tree.path()).map_err(ValidationTestError::Prepare)?;
+            policy
+                .check_tree(tree.path(), CONFIG_PATH.as_ref())
+                .map_err(|refused| ValidationTestError::Refused(gate::GateError::Refused(refused)))?;
             let addr = SocketAddr::from((ip, http));
             match start_on(binary, tree, addr).await {
                 Ok(server) => return Ok(server),
@@ -77,7 +82,7 @@ impl PrivateHaproxy {
                 }
                 Err(failed @ ValidationTestError::HaproxyFailed { .. }) => {
                     // The gate's verdict names the object or snippet at fault.
-                    return Err(match gate::check(binary, &rendered.files).await {
+                    return Err(match gate::check(binary, &policy, &rendered.files).await {
                         Err(refused) => ValidationTestError::Refused(refused),
                         Ok(_) => failed,
                     });

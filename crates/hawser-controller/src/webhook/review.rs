@@ -6,10 +6,9 @@ use std::time::Duration;
 use hawser_crd::HawserConfigSpec;
 use hawser_haproxy::HaproxyBinary;
 use hawser_model::{Ingress, Object, ObjectRef, Store};
-use hawser_render::{CONFIG_PATH, CertificatePem, RenderConfig, Renderer, Severity};
+use hawser_render::{CertificatePem, RenderConfig, Renderer, Severity, culprit_at};
 use k8s_openapi::api::networking::v1 as networking;
 
-use super::safety::unsafe_directives;
 use crate::gate::{self, GateError};
 
 /// What is being admitted.
@@ -41,8 +40,9 @@ impl Verdict {
 /// How long the check may take: well inside the API server's webhook timeout.
 pub const REVIEW_DEADLINE: Duration = Duration::from_secs(4);
 
-/// Judges `candidate` against `store` under `config`. `haproxy` runs the
-/// gate's `haproxy -c` when given (after the safety scan).
+/// Judges `candidate` against `store` under `config`. The config policy
+/// always runs, trusting the paths of `config` (the controller's own, never
+/// the candidate's); `haproxy` runs the gate's `haproxy -c` when given.
 pub async fn review(
     store: &Store,
     config: &RenderConfig,
@@ -50,6 +50,7 @@ pub async fn review(
     haproxy: Option<&HaproxyBinary>,
     candidate: &Candidate,
 ) -> Verdict {
+    let policy = gate::config_policy(config);
     let (store, config, subject) = match candidate {
         Candidate::Ingress(ingress) => {
             let model = match Ingress::from_k8s(ingress) {
@@ -90,25 +91,23 @@ pub async fn review(
         .map(ToString::to_string)
         .collect();
 
-    let text = rendered.files.text(CONFIG_PATH).unwrap_or_default();
-    let allowed: Vec<&str> = [
-        config.settings.runtime_socket.as_deref(),
-        config.settings.server_state_file.as_deref(),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    let found = unsafe_directives(text, &allowed);
-    if !found.is_empty() {
-        return Verdict::deny(format!(
-            "the configuration would run code or open files outside its tree, which hawser never checks or serves from a HawserConfig: {}",
-            found.join("; ")
-        ));
+    // Overrides are named after the candidate's, trust stays the controller's.
+    let policy = policy.name_culprits(
+        culprit_at,
+        config.templates.overrides.keys().cloned().collect(),
+    );
+    if let Err(refused) = gate::check_policy(&policy, &rendered.files) {
+        return Verdict::deny(refused.to_string());
     }
     if let Some(haproxy) = haproxy {
-        match tokio::time::timeout(REVIEW_DEADLINE, gate::check(haproxy, &rendered.files)).await {
+        let checked = gate::check(haproxy, &policy, &rendered.files);
+        match tokio::time::timeout(REVIEW_DEADLINE, checked).await {
             Ok(Ok(_)) => {}
-            Ok(Err(e @ (GateError::Rejected { .. } | GateError::Unrunnable { .. }))) => {
+            Ok(Err(
+                e @ (GateError::Rejected { .. }
+                | GateError::Unrunnable { .. }
+                | GateError::Refused(_)),
+            )) => {
                 return Verdict::deny(e.to_string());
             }
             Ok(Err(e)) => {

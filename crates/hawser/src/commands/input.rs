@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::Context as _;
 use hawser_controller::{ConfigFile, ManifestSet, load_dir};
+use hawser_haproxy::ConfigPolicy;
 use hawser_render::{RenderConfig, Rendered, Renderer, Severity};
 
 use super::UsageError;
@@ -12,6 +13,8 @@ use crate::cli::InputArgs;
 pub struct Inputs {
     pub manifests: ManifestSet,
     pub renderer: Renderer,
+    /// The config policy for this render (the user's own settings are trusted).
+    pub policy: ConfigPolicy,
 }
 
 pub fn load(args: &InputArgs) -> anyhow::Result<Inputs> {
@@ -23,6 +26,7 @@ pub fn load(args: &InputArgs) -> anyhow::Result<Inputs> {
 }
 
 pub fn load_with(manifests: &Path, config: RenderConfig) -> anyhow::Result<Inputs> {
+    let policy = hawser_controller::gate::config_policy(&config);
     let renderer = Renderer::new(config).map_err(|e| UsageError(e.into()))?;
     let manifests = load_dir(manifests).map_err(|e| UsageError(e.into()))?;
     for problem in &manifests.problems {
@@ -31,6 +35,7 @@ pub fn load_with(manifests: &Path, config: RenderConfig) -> anyhow::Result<Input
     Ok(Inputs {
         manifests,
         renderer,
+        policy,
     })
 }
 

@@ -14,7 +14,7 @@ pub async fn run(args: &InputArgs) -> anyhow::Result<ExitCode> {
     let rendered = inputs.renderer.render(&inputs.manifests.store)?;
     let rejected = input::report(&rendered);
     let problems = inputs.manifests.problems.len();
-    let check = gate::check(&haproxy, &rendered.files).await;
+    let check = gate::check(&haproxy, &inputs.policy, &rendered.files).await;
     let haproxy_ok = match &check {
         Ok(report) => {
             for warning in &report.warnings {
