@@ -1,11 +1,14 @@
 //! `hawser render`: write one rendered version into a directory.
 
 use std::fs;
+use std::io;
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::SystemTime;
 
 use anyhow::Context as _;
 use hawser_controller::write_tree;
+use hawser_pki::cert;
 use hawser_render::{CONFIG_PATH, CertificatePem, DEFAULT_CERT_PATH, Renderer};
 
 use super::{UsageError, input};
@@ -63,14 +66,95 @@ fn prepare_out(out: &Path) -> anyhow::Result<()> {
     .into())
 }
 
-/// Re-rendering into the same directory keeps its generated default
-/// certificate, so unchanged input gives unchanged output.
+/// Re-rendering into the same directory keeps its default certificate, so
+/// unchanged input gives byte-identical output. One that cannot be served
+/// (not a certificate and its key, or expired) is replaced, and we say so.
+/// `settings.defaultCertificate` (a Secret) still takes precedence.
 fn keep_default_certificate(renderer: Renderer, out: &Path) -> Renderer {
-    match fs::read(out.join(DEFAULT_CERT_PATH)) {
-        Ok(pem) => match CertificatePem::from_parts(&pem, &pem) {
-            Ok(cert) => renderer.with_default_certificate(cert),
-            Err(_) => renderer,
-        },
-        Err(_) => renderer,
+    let path = out.join(DEFAULT_CERT_PATH);
+    match previous_default_certificate(&path, SystemTime::now()) {
+        Previous::Reusable(cert) => renderer.with_default_certificate(cert),
+        Previous::Absent => renderer,
+        Previous::Unusable(reason) => {
+            eprintln!(
+                "{} is not reused ({reason}): a new default certificate is generated",
+                path.display()
+            );
+            renderer
+        }
+    }
+}
+
+/// The default certificate an earlier render left.
+#[derive(Debug)]
+enum Previous {
+    Absent,
+    Reusable(CertificatePem),
+    /// Why it cannot be served again.
+    Unusable(String),
+}
+
+fn previous_default_certificate(path: &Path, now: SystemTime) -> Previous {
+    let pem = match fs::read(path) {
+        Ok(pem) => pem,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Previous::Absent,
+        Err(e) => return Previous::Unusable(format!("cannot read it: {e}")),
+    };
+    let cert = match CertificatePem::from_parts(&pem, &pem) {
+        Ok(cert) => cert,
+        Err(reason) => {
+            return Previous::Unusable(
+                reason
+                    .replace("tls.crt", "its certificate")
+                    .replace("tls.key", "its key"),
+            );
+        }
+    };
+    match cert::inspect(&pem) {
+        Ok(info) if info.not_after <= now => Previous::Unusable("it expired".to_string()),
+        Ok(_) => Previous::Reusable(cert),
+        Err(e) => Previous::Unusable(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::*;
+
+    #[test]
+    fn only_a_served_default_certificate_is_reused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("default.pem");
+        let now = SystemTime::now();
+        assert!(matches!(
+            previous_default_certificate(&path, now),
+            Previous::Absent
+        ));
+
+        let key = rcgen::KeyPair::generate().expect("key");
+        let mut params =
+            rcgen::CertificateParams::new(vec!["hawser.invalid".to_string()]).expect("params");
+        params.not_before = rcgen::date_time_ymd(2000, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2001, 1, 1);
+        let cert = params.self_signed(&key).expect("cert");
+        fs::write(&path, format!("{}{}", cert.pem(), key.serialize_pem())).expect("write");
+        match previous_default_certificate(&path, now) {
+            Previous::Unusable(reason) => assert_eq!(reason, "it expired"),
+            other => panic!("an expired certificate: {other:?}"),
+        }
+        // 2000-06-14, inside its validity.
+        let then = UNIX_EPOCH + Duration::from_secs(961_000_000);
+        assert!(matches!(
+            previous_default_certificate(&path, then),
+            Previous::Reusable(_)
+        ));
+
+        fs::write(&path, "garbage").expect("write");
+        match previous_default_certificate(&path, now) {
+            Previous::Unusable(reason) => assert!(reason.contains("its certificate"), "{reason}"),
+            other => panic!("garbage: {other:?}"),
+        }
     }
 }
