@@ -61,8 +61,8 @@ async fn exchange_all(
 }
 
 /// One response with a `Content-Length` body; `None` when the connection
-/// closes before any byte of it.
-async fn read_response(
+/// closes before any byte of it. `buffer` keeps what arrived past it.
+pub async fn read_response(
     stream: &mut TcpStream,
     buffer: &mut Vec<u8>,
 ) -> Result<Option<Response>, String> {

@@ -49,7 +49,7 @@ pub use fixture::{Manifests, Vars, fixture_dir, render, repository_dir};
 pub use gateway::{Gateway, INFRA, WEB, expect_request_header, serve_gateway};
 pub use haproxy::{Haproxy, NO_ROUTE_BODY};
 pub use http::{Request, Response, TlsInfo};
-pub use keep_alive::get_on_one_connection;
+pub use keep_alive::{get_on_one_connection, read_response};
 pub use load::{Load, LoadReport, LoadTarget};
 pub use process::{Finished, haproxy_binary, hawser_command, run_to_end};
 pub use run::{Run, RunOptions};

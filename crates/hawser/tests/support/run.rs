@@ -27,6 +27,8 @@ pub struct Run {
     manifests: PathBuf,
     config: PathBuf,
     state: tempfile::TempDir,
+    /// `--state-dir` when the test chose it (e.g. a small file system).
+    state_dir: Option<PathBuf>,
     process: Option<ChildGuard>,
     extra_args: Vec<String>,
 }
@@ -39,6 +41,9 @@ pub struct RunOptions {
     pub config_tail: String,
     /// Extra `hawser run` arguments (e.g. `--drift-interval-secs 1`).
     pub args: Vec<String>,
+    /// The `--state-dir` to use instead of one in the run's temporary
+    /// directory (which still holds the config file).
+    pub state_dir: Option<PathBuf>,
 }
 
 impl Run {
@@ -72,6 +77,7 @@ impl Run {
             manifests: manifests.to_path_buf(),
             config,
             state,
+            state_dir: options.state_dir,
             process: None,
             extra_args: options.args,
         };
@@ -144,7 +150,9 @@ impl Run {
     }
 
     pub fn state_dir(&self) -> PathBuf {
-        self.state.path().join("state")
+        self.state_dir
+            .clone()
+            .unwrap_or_else(|| self.state.path().join("state"))
     }
 
     pub fn manifests(&self) -> &Path {
