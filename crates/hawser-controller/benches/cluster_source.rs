@@ -98,6 +98,7 @@ async fn first_render(client: kube::Client, renderer: Arc<Renderer>) -> usize {
         config,
         FirstRender(tx),
         1,
+        None,
         status,
         async {
             let _ = stopped.await;

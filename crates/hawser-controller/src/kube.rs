@@ -78,6 +78,7 @@ use self::cluster::Cluster;
 use self::extra::{ExtraChange, ExtraObjects};
 use self::watch::Message;
 use crate::local::{ControllerStatus, DEBOUNCE, Deliver, RenderCycle, SourceRead};
+use crate::quarantine::Judge;
 
 /// The longest a render waits for a busy cluster to go quiet: endpoint churn
 /// must not postpone every render for ever.
@@ -159,13 +160,14 @@ pub async fn run_kube(
     mut config: channel::Receiver<SourceConfig>,
     sink: impl Deliver,
     first_generation: Generation,
+    judge: Option<Judge>,
     status: channel::Sender<ControllerStatus>,
     stop: impl Future<Output = ()>,
 ) {
     let mut current = config.borrow_and_update().clone();
     let mut watching = Watching::start(&client, &current.options);
     let mut config_open = true;
-    let mut cycle = RenderCycle::new(first_generation);
+    let mut cycle = RenderCycle::new(first_generation).judged_by(judge);
     let mut pending: Option<Pending> = None;
     tokio::pin!(stop);
     loop {
@@ -234,7 +236,7 @@ pub async fn run_kube(
                 let (mut store, problems) = watching.cluster.snapshot();
                 watching.extra.fill(&mut store);
                 watching.report(&status);
-                cycle.render(SourceRead { store, problems, started }, renderer, &sink, &status);
+                cycle.render(SourceRead { store, problems, started }, renderer, &sink, &status).await;
             }
         }
     }

@@ -24,6 +24,7 @@ pub mod kube;
 pub mod local;
 pub mod manifests;
 pub mod metrics;
+pub mod quarantine;
 mod tree;
 pub mod validation_tests;
 pub mod webhook;

@@ -26,6 +26,7 @@ use tracing::{info, warn};
 
 use crate::kube::ClusterStatus;
 use crate::manifests::load_dir;
+use crate::quarantine::{Judge, Quarantined, render_checked};
 
 /// Quiet time after the last file event before re-reading: an editor's save
 /// (write temp, rename) or a `cp -r` is one change, not many.
@@ -66,6 +67,10 @@ pub struct ControllerStatus {
     pub render_error: Option<String>,
     /// Rejected objects and warnings of the last render (`rejected: Ingress a/b: ...`).
     pub diagnostics: Vec<String>,
+    /// Objects left out because HAProxy refuses the configuration they
+    /// produce (`Secret app/old: HAProxy refuses ...`); the rest is served.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub quarantined: Vec<String>,
     /// What the source could not use in its last read: manifest problems
     /// (`file:line: ...`) or cluster objects that do not convert
     /// (`Ingress app/web: ...`).
@@ -92,12 +97,14 @@ pub enum WatchError {
 }
 
 /// Renders the directory now and after every change, until `stop` resolves.
-/// Generations start after `first_generation - 1`.
+/// Generations start after `first_generation - 1`; `judge`, when given,
+/// checks each render before it is delivered (see [`crate::quarantine`]).
 pub async fn run_local(
     dir: PathBuf,
     renderer: Renderer,
     sink: impl Deliver,
     first_generation: Generation,
+    judge: Option<Judge>,
     status: watch::Sender<ControllerStatus>,
     stop: impl Future<Output = ()>,
 ) -> Result<(), WatchError> {
@@ -118,8 +125,8 @@ pub async fn run_local(
             source,
         })?;
 
-    let mut cycle = RenderCycle::new(first_generation);
-    read_and_render(&mut cycle, &dir, &renderer, &sink, &status);
+    let mut cycle = RenderCycle::new(first_generation).judged_by(judge);
+    read_and_render(&mut cycle, &dir, &renderer, &sink, &status).await;
     tokio::pin!(stop);
     loop {
         tokio::select! {
@@ -135,7 +142,7 @@ pub async fn run_local(
                         () = tokio::time::sleep(DEBOUNCE) => break,
                     }
                 }
-                read_and_render(&mut cycle, &dir, &renderer, &sink, &status);
+                read_and_render(&mut cycle, &dir, &renderer, &sink, &status).await;
             }
         }
     }
@@ -143,7 +150,7 @@ pub async fn run_local(
 
 /// Reads the directory and renders it; a directory that cannot be read
 /// keeps the last generation.
-fn read_and_render(
+async fn read_and_render(
     cycle: &mut RenderCycle,
     dir: &Path,
     renderer: &Renderer,
@@ -154,16 +161,18 @@ fn read_and_render(
     match load_dir(dir) {
         Ok(manifests) => {
             let problems = manifests.problems.iter().map(ToString::to_string).collect();
-            cycle.render(
-                SourceRead {
-                    store: manifests.store,
-                    problems,
-                    started,
-                },
-                renderer,
-                sink,
-                status,
-            );
+            cycle
+                .render(
+                    SourceRead {
+                        store: manifests.store,
+                        problems,
+                        started,
+                    },
+                    renderer,
+                    sink,
+                    status,
+                )
+                .await;
         }
         Err(e) => {
             warn!("{e}; keeping the last generation");
@@ -192,6 +201,11 @@ pub struct RenderCycle {
     last: Option<Rendered>,
     /// Diagnostics already logged, so each is logged once, when it appears.
     reported: Vec<String>,
+    /// Checks each render before it is delivered; none: delivered unchecked
+    /// (the agent checks it anyway).
+    judge: Option<Judge>,
+    /// Objects left out of the last render, until their owners change them.
+    quarantined: Vec<Quarantined>,
 }
 
 impl RenderCycle {
@@ -201,12 +215,22 @@ impl RenderCycle {
             next_generation: first_generation,
             last: None,
             reported: Vec::new(),
+            judge: None,
+            quarantined: Vec::new(),
         }
+    }
+
+    /// Checks every render with `judge` first, leaving out the objects
+    /// HAProxy refuses (quarantine) and refusing a render whose fault is
+    /// no object's.
+    pub fn judged_by(mut self, judge: Option<Judge>) -> Self {
+        self.judge = judge;
+        self
     }
 
     /// Renders what a source read; returns the generation handed to the
     /// sink, or `None` when the render failed or changed nothing.
-    pub fn render(
+    pub async fn render(
         &mut self,
         read: SourceRead,
         renderer: &Renderer,
@@ -218,18 +242,40 @@ impl RenderCycle {
             problems,
             started,
         } = read;
-        let rendered = match renderer.render(&store) {
-            Ok(r) => r,
+        let checked = match &self.judge {
+            None => renderer
+                .render(&store)
+                .map(|rendered| (rendered, store, Vec::new()))
+                .map_err(|e| e.to_string()),
+            Some(judge) => {
+                let last = self.last.as_ref();
+                let unchanged = |rendered: &Rendered| {
+                    last.is_some_and(|last| only_runtime_changes(last, rendered))
+                };
+                render_checked(renderer, &store, &self.quarantined, judge, unchanged)
+                    .await
+                    .map(|checked| (checked.rendered, checked.store, checked.quarantined))
+                    .map_err(|e| e.to_string())
+            }
+        };
+        let (rendered, store, quarantined) = match checked {
+            Ok(checked) => checked,
             Err(e) => {
-                warn!("render failed: {e}; keeping the last generation");
+                warn!("render refused: {e}; keeping the last generation");
                 status.send_modify(|s| {
                     s.renders += 1;
-                    s.render_error = Some(e.to_string());
+                    s.render_error = Some(e);
                     s.source_problems = problems;
                 });
                 return None;
             }
         };
+        self.quarantined = quarantined;
+        let quarantined: Vec<String> = self
+            .quarantined
+            .iter()
+            .map(|q| format!("{}: {}", q.object_ref(), q.reason))
+            .collect();
         let diagnostics: Vec<String> = rendered
             .diagnostics
             .iter()
@@ -266,6 +312,7 @@ impl RenderCycle {
             s.renders += 1;
             s.render_error = None;
             s.diagnostics = diagnostics;
+            s.quarantined = quarantined;
             s.source_problems = problems;
             s.last_render_duration = started.elapsed();
             if generation.is_some() {
@@ -274,4 +321,21 @@ impl RenderCycle {
         });
         generation
     }
+}
+
+/// True when `next` differs from `last` (a render the judge passed) only in
+/// what the runtime API changes and hawser's own typed checks cover: the
+/// servers of backends and the entries of maps. Such a render needs no new
+/// `haproxy -c` before it is delivered; the agent checks what it stages.
+fn only_runtime_changes(last: &Rendered, next: &Rendered) -> bool {
+    use hawser_render::{CONFIG_PATH, FileKind};
+    let structural = |rendered: &Rendered| {
+        rendered
+            .files
+            .iter()
+            .filter(|(path, file)| *path != CONFIG_PATH && file.kind != FileKind::Map)
+            .map(|(path, file)| (path.to_string(), file.clone()))
+            .collect::<Vec<_>>()
+    };
+    last.plan.structure_digest == next.plan.structure_digest && structural(last) == structural(next)
 }

@@ -80,6 +80,28 @@ impl Kind {
         )
     }
 
+    /// Every kind, in declaration order.
+    pub const ALL: [Kind; 13] = [
+        Kind::Ingress,
+        Kind::IngressClass,
+        Kind::Service,
+        Kind::EndpointSlice,
+        Kind::Secret,
+        Kind::Namespace,
+        Kind::GatewayClass,
+        Kind::Gateway,
+        Kind::HttpRoute,
+        Kind::GrpcRoute,
+        Kind::TlsRoute,
+        Kind::TcpRoute,
+        Kind::ReferenceGrant,
+    ];
+
+    /// The kind [`Kind::as_str`] names (`HTTPRoute`).
+    pub fn from_name(name: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Ingress => "Ingress",
@@ -161,6 +183,29 @@ impl ObjectRef {
     pub fn new(kind: Kind, key: ObjectKey) -> Self {
         ObjectRef { kind, key }
     }
+
+    /// Reads the object a text begins with, as [`ObjectRef`]'s `Display`
+    /// writes it (`Service app/web`, `IngressClass hawser`), ignoring what
+    /// follows a space (`Service app/web port 80`).
+    pub fn parse_prefix(text: &str) -> Option<ObjectRef> {
+        let (kind, rest) = text.split_once(' ')?;
+        let kind = Kind::from_name(kind)?;
+        let key = rest.split(' ').next()?;
+        let key = if kind.is_cluster_scoped() {
+            ObjectKey::cluster(key)
+        } else {
+            let (namespace, name) = key.split_once('/')?;
+            ObjectKey::new(namespace, name)
+        };
+        let valid = |part: &str| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
+        };
+        (valid(&key.name) && (kind.is_cluster_scoped() || valid(&key.namespace)))
+            .then(|| ObjectRef::new(kind, key))
+    }
 }
 
 impl fmt::Display for ObjectRef {
@@ -172,6 +217,21 @@ impl fmt::Display for ObjectRef {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn object_refs_read_back_what_display_writes() {
+        let service = ObjectRef::new(Kind::Service, ObjectKey::new("app", "web"));
+        let text = format!("{service} port 80");
+        assert_eq!(ObjectRef::parse_prefix(&text), Some(service));
+        let class = ObjectRef::new(Kind::IngressClass, ObjectKey::cluster("hawser"));
+        assert_eq!(ObjectRef::parse_prefix(&class.to_string()), Some(class));
+        for kind in Kind::ALL {
+            assert_eq!(Kind::from_name(kind.as_str()), Some(kind));
+        }
+        assert_eq!(ObjectRef::parse_prefix("hawser, the health listener"), None);
+        assert_eq!(ObjectRef::parse_prefix("Service app web"), None);
+        assert_eq!(ObjectRef::parse_prefix("Service App/web"), None);
+    }
 
     #[test]
     fn display_escapes_control_characters() {

@@ -23,6 +23,7 @@ mod builtin_lua;
 mod config;
 mod culprit;
 mod engine;
+mod fault;
 mod files;
 mod gateway;
 mod gateway_frontends;
@@ -35,12 +36,13 @@ mod tls;
 pub mod validate;
 
 pub use backends::{BALANCE_ANNOTATION, BackendKey, TIMEOUT_SERVER_ANNOTATION};
+pub use builtin_lua::builtin_lua_digests;
 pub use config::{
     AGENT_SETTINGS, ConfigError, INGRESS_CONTROLLER, RenderConfig, Settings, TemplateConfig,
     Timeouts,
 };
-pub use builtin_lua::builtin_lua_digests;
 pub use culprit::culprit_at;
+pub use fault::{Fault, fault_of};
 pub use files::{FileKind, FileSet, RenderedFile};
 pub use gateway::{
     BackendTarget, ClassStatus, Condition, ConditionStatus, FilterEntry, GATEWAY_CONTROLLER,

@@ -160,6 +160,7 @@ impl Source {
             config,
             Deliveries(tx, Arc::new(stores_tx)),
             1,
+            None,
             status_tx,
             async move {
                 let _ = stopped.await;

@@ -13,8 +13,11 @@ use std::time::{Duration, SystemTime};
 use anyhow::Context as _;
 use hawser_controller::admin::{self, AdminState};
 use hawser_controller::fleet::{AgentTarget, ClientTls, Fleet, FleetConfig};
+use hawser_controller::gate;
 use hawser_controller::local::{ControllerStatus, run_local};
 use hawser_controller::metrics::Metrics;
+use hawser_controller::quarantine::Judge;
+use hawser_haproxy::HaproxyBinary;
 use hawser_pki::Role;
 use hawser_pki::tls::{SharedMaterial, client_config, verify_server_chain, watch_dir};
 use hawser_render::{RenderConfig, Renderer};
@@ -93,6 +96,8 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("cannot listen on --admin {}", args.admin))?;
     let (controller_tx, controller_rx) = watch::channel(ControllerStatus::default());
+    // Once, at start: how much of the sandbox around checks this kernel enforces.
+    hawser_haproxy::sandbox::announce();
     let metrics = Arc::new(Metrics::new());
     tokio::spawn(Arc::clone(&metrics).follow_fleet(fleet.status()));
     tokio::spawn(Arc::clone(&metrics).follow_renders(controller_rx.clone()));
@@ -128,11 +133,17 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
                 args.epoch,
             );
             drop(leader_tx);
+            // Checked before it is pushed when HAProxy is at hand (agents
+            // check what they stage either way).
+            let judge = HaproxyBinary::locate()
+                .ok()
+                .map(|haproxy| Judge::gate(haproxy, gate::config_policy(&config)));
             let source = run_local(
                 manifests,
                 renderer,
                 fleet.sink(),
                 1,
+                judge,
                 controller_tx,
                 stopped(stop_rx.clone()),
             );

@@ -11,8 +11,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 use hawser_agent::{Agent, AgentConfig, AgentHandle, AgentPaths};
 use hawser_controller::admin::{self, AdminState};
+use hawser_controller::gate;
 use hawser_controller::local::{ControllerStatus, run_local};
 use hawser_controller::metrics::Metrics;
+use hawser_controller::quarantine::Judge;
 use hawser_haproxy::HaproxyBinary;
 use hawser_render::{CertificatePem, RenderConfig, Renderer, generate_default_certificate};
 use tokio::net::TcpListener;
@@ -83,14 +85,18 @@ where
         .ok()
         .filter(|ip| !ip.is_unspecified())
         .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST));
+    let policy = gate::config_policy(&config);
     let renderer = Renderer::new(config)
         .map_err(|e| UsageError(e.into()))?
         .with_default_certificate(default_certificate(&state_dir)?);
 
     let haproxy = HaproxyBinary::locate()?;
+    // Once, at start: how much of the sandbox around checks this kernel enforces.
+    hawser_haproxy::sandbox::announce();
     let admin_listener = TcpListener::bind(options.admin)
         .await
         .with_context(|| format!("cannot listen on --admin {}", options.admin))?;
+    let haproxy_for_gate = haproxy.clone();
     let mut agent_config = AgentConfig::new(paths, haproxy);
     agent_config.health = Some(SocketAddr::new(probe_ip, options.health_port));
     agent_config.min_reload_interval = options.min_reload_interval;
@@ -127,6 +133,7 @@ where
         renderer,
         handle.clone(),
         handle.next_generation(),
+        Some(Judge::gate(haproxy_for_gate, policy)),
         controller_tx,
         stopped(stop_rx),
     );

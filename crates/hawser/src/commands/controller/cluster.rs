@@ -8,6 +8,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use hawser_controller::addresses::PublishedAddresses;
 use hawser_controller::fleet::{Fleet, Snapshot};
+use hawser_controller::gate;
 use hawser_controller::kube::{
     AgentDiscovery, Applied, GatewayStatusSources, KubeSourceOptions, LeaseOptions, Refusal,
     SourceConfig, discover_agents, follow_config, follow_publish_service, lead, prove_tests,
@@ -15,6 +16,7 @@ use hawser_controller::kube::{
     report_rejections, run_kube, shared_default_certificate,
 };
 use hawser_controller::local::ControllerStatus;
+use hawser_controller::quarantine::Judge;
 use hawser_controller::webhook::{WebhookState, router, serve_tls};
 use hawser_crd::{HawserConfig, HawserConfigSpec};
 use hawser_haproxy::HaproxyBinary;
@@ -141,6 +143,9 @@ impl Cluster {
         // once there are objects, then on every change.
         let haproxy = HaproxyBinary::locate().ok();
         let webhook_haproxy = haproxy.clone();
+        let judge = haproxy
+            .clone()
+            .map(|haproxy| Judge::gate(haproxy, gate::config_policy(&started.config)));
         let snapshots = fleet.sink().subscribe();
         if source.borrow().renderer.is_some() && !self.spec.tests.is_empty() {
             tokio::spawn(prove_start_tests(
@@ -283,6 +288,7 @@ impl Cluster {
             source,
             fleet.sink(),
             1,
+            judge,
             started.controller,
             stopped(started.stop),
         )
