@@ -6,6 +6,13 @@
 //! break, `#`, a quote, a space, a backslash) rejects the object that carried it,
 //! so it can never become an extra directive or an extra map entry.
 
+mod haproxy_regex;
+
+pub use haproxy_regex::{RegexError, compile_like_haproxy};
+
+/// The longest regular expression a route may carry, in bytes.
+pub const MAX_REGEX_LEN: usize = 1024;
+
 /// A DNS-1123 subdomain as Kubernetes defines it for Ingress hosts, optionally
 /// with one leading `*.` label. Lowercase only; at most 253 characters.
 pub fn host(value: &str) -> Result<(), String> {
@@ -166,15 +173,23 @@ pub fn header_value(what: &str, value: &str) -> Result<(), String> {
     }
 }
 
-/// A regular expression for HAProxy (PCRE): printable ASCII without spaces,
-/// quotes, `#` or `%`, that parses as a plain regular expression (no
-/// look-around or back-references), so HAProxy cannot fail to compile it and
-/// stop a whole configuration. A backslash is kept (regexes need it): where a
-/// template writes the expression, it must write it where HAProxy reads it
-/// literally or escape it.
+/// A regular expression for HAProxy: printable ASCII without spaces, quotes,
+/// `#` or `%`, at most [`MAX_REGEX_LEN`] bytes, that PCRE2 compiles with
+/// HAProxy's own options (see [`haproxy_regex`]) both on its own and in the
+/// form the templates give HAProxy, `^(<regex>)$` (gRPC names: each part
+/// alike). So HAProxy cannot fail to compile it and stop a whole
+/// configuration, and a stray `)` cannot move the anchors. A backslash is
+/// kept (regexes need it): where a template writes the expression, it must
+/// write it where HAProxy reads it literally or escape it.
 pub fn regex(what: &str, value: &str) -> Result<(), String> {
-    if value.is_empty() || value.len() > 1024 {
-        return Err(format!("{what} {value:?} must be 1 to 1024 characters"));
+    if value.is_empty() {
+        return Err(format!("{what} is empty"));
+    }
+    if value.len() > MAX_REGEX_LEN {
+        return Err(format!(
+            "{what} is {} bytes long; the limit for a regular expression is {MAX_REGEX_LEN} bytes",
+            value.len()
+        ));
     }
     if let Some(b) = value
         .bytes()
@@ -185,9 +200,9 @@ pub fn regex(what: &str, value: &str) -> Result<(), String> {
             char::from(b)
         ));
     }
-    regex_lite::Regex::new(value)
-        .map(|_| ())
-        .map_err(|e| format!("{what} {value:?} is not a regular expression hawser accepts: {e}"))
+    compile_like_haproxy(value, false)
+        .and_then(|()| compile_like_haproxy(&format!("^({value})$"), false))
+        .map_err(|e| format!("{what} {value:?} {e}"))
 }
 
 /// A gRPC service (`pkg.Service`) or method (`Get`) name.
@@ -277,9 +292,7 @@ mod tests {
             assert!(header_value("value", bad).is_err(), "{bad:?}");
         }
         assert_eq!(regex("regex", "^/v[0-9]+/.*\\.png$"), Ok(()));
-        for bad in [
-            "", "a b", "a\"b", "a#b", "a\nb", "(a", "a{2,1}", "(?=a)b", "(a)\\1",
-        ] {
+        for bad in ["", "a b", "a\"b", "a#b", "a\nb", "(a", "a{2,1}", "(a)\\1"] {
             assert!(regex("regex", bad).is_err(), "{bad:?}");
         }
         assert_eq!(grpc_name("service", "pkg.v1.Echo", true), Ok(()));
@@ -287,5 +300,35 @@ mod tests {
         for bad in ["", "1a", "a..b", "a-b", "a.b"] {
             assert!(grpc_name("method", bad, false).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn regexes_are_judged_by_pcre2_as_haproxy_compiles_them() {
+        // regex_lite took this; PCRE2 without UTF does not.
+        let e = regex("path regex", r"/\x{100}").expect_err("code point");
+        assert!(
+            e.starts_with(r#"path regex "/\\x{100}" does not compile"#),
+            "{e}"
+        );
+        assert!(regex("path regex", "/a(b").is_err());
+        // Balanced only once wrapped in `^(...)$`: refused, so a stray `)`
+        // cannot move the anchors.
+        assert!(regex("path regex", "/a)|(/b").is_err());
+        // `\Q` quotes to the end: fine alone, broken once wrapped.
+        assert!(regex("path regex", r"/\Qa").is_err());
+        for ok in [r"/(?<=v1/)items", r"/(?<!x)y", r"/a(?=b).*", r"/a++b"] {
+            assert_eq!(regex("path regex", ok), Ok(()), "{ok}");
+        }
+    }
+
+    #[test]
+    fn an_over_long_regex_names_the_limit() {
+        let long = format!("/{}", "a".repeat(MAX_REGEX_LEN));
+        let e = regex("header x regex", &long).expect_err("too long");
+        assert_eq!(
+            e,
+            "header x regex is 1025 bytes long; the limit for a regular expression is 1024 bytes"
+        );
+        assert_eq!(regex("header x regex", &long[1..]), Ok(()));
     }
 }

@@ -6,6 +6,7 @@ mod backends;
 mod grants;
 mod hostnames;
 mod precedence;
+mod regexes;
 mod status;
 
 use std::collections::BTreeMap;
