@@ -3,20 +3,22 @@
 //! nothing of them; templates read them as `resources.<Kind>`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::ObjectKey;
 
 /// Extra objects by kind, then namespace/name: sorted, so a render of the
-/// same objects is byte-identical.
+/// same objects is byte-identical. Each kind's objects are shared between
+/// clones (a kind is only ever replaced whole), so cloning a store stays cheap.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ExtraResources(BTreeMap<String, BTreeMap<ObjectKey, Value>>);
+pub struct ExtraResources(BTreeMap<String, Arc<BTreeMap<ObjectKey, Value>>>);
 
 impl ExtraResources {
     /// Makes `objects` all there is of `kind`.
     pub fn replace(&mut self, kind: &str, objects: BTreeMap<ObjectKey, Value>) {
-        self.0.insert(kind.to_string(), objects);
+        self.0.insert(kind.to_string(), Arc::new(objects));
     }
 
     /// Every kind, with its objects in namespace/name order. A kind that is
@@ -28,7 +30,7 @@ impl ExtraResources {
     }
 
     pub fn len(&self) -> usize {
-        self.0.values().map(BTreeMap::len).sum()
+        self.0.values().map(|objects| objects.len()).sum()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -1,7 +1,12 @@
 //! The in-memory store: every object hawser renders from, indexed the way
 //! templates look things up (by namespace/name, service → endpoint slices).
+//!
+//! Persistent maps (`imbl::OrdMap`): a clone shares every node with the
+//! original, so a snapshot of the store costs O(1) and a change to a clone
+//! copies only the O(log n) path to it. The admission webhook judges each
+//! candidate on such a clone of the controller's snapshot.
 
-use std::collections::{BTreeMap, BTreeSet};
+use imbl::{OrdMap, OrdSet};
 
 use crate::{
     EndpointSlice, ExtraResources, Gateway, GatewayClass, GrpcRoute, HttpRoute, Ingress,
@@ -52,23 +57,23 @@ impl Object {
 }
 
 /// Sorted maps throughout, so that iterating the store is deterministic and a
-/// render of the same store is byte-identical.
+/// render of the same store is byte-identical. Cloning is cheap (see above).
 #[derive(Debug, Clone, Default)]
 pub struct Store {
-    ingresses: BTreeMap<ObjectKey, Ingress>,
-    ingress_classes: BTreeMap<String, IngressClass>,
-    services: BTreeMap<ObjectKey, Service>,
-    endpoint_slices: BTreeMap<ObjectKey, EndpointSlice>,
-    slices_by_service: BTreeMap<ObjectKey, BTreeSet<ObjectKey>>,
-    secrets: BTreeMap<ObjectKey, Secret>,
-    namespaces: BTreeMap<String, Namespace>,
-    gateway_classes: BTreeMap<String, GatewayClass>,
-    gateways: BTreeMap<ObjectKey, Gateway>,
-    http_routes: BTreeMap<ObjectKey, HttpRoute>,
-    grpc_routes: BTreeMap<ObjectKey, GrpcRoute>,
-    tls_routes: BTreeMap<ObjectKey, TlsRoute>,
-    tcp_routes: BTreeMap<ObjectKey, TcpRoute>,
-    reference_grants: BTreeMap<ObjectKey, ReferenceGrant>,
+    ingresses: OrdMap<ObjectKey, Ingress>,
+    ingress_classes: OrdMap<String, IngressClass>,
+    services: OrdMap<ObjectKey, Service>,
+    endpoint_slices: OrdMap<ObjectKey, EndpointSlice>,
+    slices_by_service: OrdMap<ObjectKey, OrdSet<ObjectKey>>,
+    secrets: OrdMap<ObjectKey, Secret>,
+    namespaces: OrdMap<String, Namespace>,
+    gateway_classes: OrdMap<String, GatewayClass>,
+    gateways: OrdMap<ObjectKey, Gateway>,
+    http_routes: OrdMap<ObjectKey, HttpRoute>,
+    grpc_routes: OrdMap<ObjectKey, GrpcRoute>,
+    tls_routes: OrdMap<ObjectKey, TlsRoute>,
+    tcp_routes: OrdMap<ObjectKey, TcpRoute>,
+    reference_grants: OrdMap<ObjectKey, ReferenceGrant>,
     /// The kinds a configuration adds (`watch.extraResources`).
     pub extra: ExtraResources,
 }
@@ -339,5 +344,23 @@ mod tests {
         assert_eq!(names("b"), vec!["w", "z"]);
         assert!(names("c").is_empty());
         assert_eq!(store.len(), 4);
+    }
+
+    #[test]
+    fn a_clone_shares_the_maps_and_a_change_to_it_leaves_the_original() {
+        let mut store = Store::new();
+        for i in 0..1000 {
+            store.insert(Object::EndpointSlice(slice(&format!("s-{i}"), "web")));
+        }
+        let mut copy = store.clone();
+        assert!(copy.endpoint_slices.ptr_eq(&store.endpoint_slices));
+        assert!(copy.slices_by_service.ptr_eq(&store.slices_by_service));
+
+        copy.insert(Object::EndpointSlice(slice("new", "web")));
+        assert!(!copy.endpoint_slices.ptr_eq(&store.endpoint_slices));
+        let web = ObjectKey::new("app", "web");
+        assert_eq!(store.endpoint_slices_for(&web).count(), 1000);
+        assert_eq!(copy.endpoint_slices_for(&web).count(), 1001);
+        assert_eq!((store.len(), copy.len()), (1000, 1001));
     }
 }
