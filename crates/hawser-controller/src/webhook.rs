@@ -11,11 +11,15 @@
 //!                     ◄── allowed (with the render's warnings) ◄─────────────────┘
 //! ```
 
+mod limits;
+mod reason;
 mod review;
 mod server;
 
+pub use limits::{ReviewGuard, WebhookLimits};
+pub use reason::MAX_REASON_BYTES;
 pub use review::{Candidate, Verdict, review};
-pub use server::{WebhookState, router, serve_tls};
+pub use server::{WebhookState, router, router_with, serve_tls, serve_tls_with};
 
 #[cfg(test)]
 mod tests;

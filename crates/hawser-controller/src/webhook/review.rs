@@ -6,9 +6,10 @@ use std::time::Duration;
 use hawser_crd::HawserConfigSpec;
 use hawser_haproxy::HaproxyBinary;
 use hawser_model::{Ingress, Object, ObjectRef, Store};
-use hawser_render::{CertificatePem, RenderConfig, Renderer, Severity, culprit_at};
+use hawser_render::{CONFIG_PATH, CertificatePem, RenderConfig, Renderer, Severity, culprit_at};
 use k8s_openapi::api::networking::v1 as networking;
 
+use super::reason;
 use crate::gate::{self, GateError};
 
 /// What is being admitted.
@@ -57,6 +58,8 @@ pub async fn review(
                 Ok(model) => model,
                 Err(e) => return Verdict::deny(format!("the Ingress cannot be read: {e}")),
             };
+            // O(1): the clone shares every node with the snapshot, and the
+            // insert copies only the O(log n) path to the candidate.
             let mut with = store.clone();
             let object = Object::Ingress(model);
             let subject = object.object_ref();
@@ -103,11 +106,21 @@ pub async fn review(
         let checked = gate::check(haproxy, &policy, &rendered.files);
         match tokio::time::timeout(REVIEW_DEADLINE, checked).await {
             Ok(Ok(_)) => {}
-            Ok(Err(
-                e @ (GateError::Rejected { .. }
-                | GateError::Unrunnable { .. }
-                | GateError::Refused(_)),
-            )) => {
+            Ok(Err(GateError::Rejected {
+                output,
+                line,
+                culprit,
+            })) => {
+                // HAProxy's words, reduced so that no file content is echoed.
+                let checked = rendered.files.text(CONFIG_PATH).unwrap_or_default();
+                return Verdict::deny(reason::haproxy_rejection(
+                    line,
+                    culprit.as_deref(),
+                    &output,
+                    checked,
+                ));
+            }
+            Ok(Err(e @ (GateError::Unrunnable { .. } | GateError::Refused(_)))) => {
                 return Verdict::deny(e.to_string());
             }
             Ok(Err(e)) => {

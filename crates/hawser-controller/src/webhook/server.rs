@@ -1,27 +1,35 @@
 //! The webhook's HTTPS endpoint: `POST /validate` takes an AdmissionReview
-//! (admission.k8s.io/v1) and answers one.
+//! (admission.k8s.io/v1) and answers one, within the bounds of [`WebhookLimits`].
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::middleware;
 use axum::routing::{get, post};
 use hawser_crd::HawserConfig;
 use hawser_haproxy::HaproxyBinary;
 use hawser_render::{CertificatePem, RenderConfig};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
-use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{Semaphore, watch};
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
+use super::limits::{self, ReviewGuard, WebhookLimits};
+use super::reason::bounded;
 use super::review::{Candidate, review};
 use crate::fleet::Snapshot;
+
+/// HTTP/2 streams one connection may have open.
+const MAX_STREAMS: u32 = 32;
+/// The most warnings one answer carries.
+const MAX_WARNINGS: usize = 16;
 
 /// What the webhook judges against.
 #[derive(Debug, Clone)]
@@ -36,9 +44,20 @@ pub struct WebhookState {
     pub haproxy: Option<HaproxyBinary>,
 }
 
+/// The webhook's routes under the default [`WebhookLimits`].
 pub fn router(state: WebhookState) -> Router {
+    let limits = WebhookLimits::default();
+    router_with(state, &limits, ReviewGuard::new(&limits))
+}
+
+/// The routes with `limits`: `/validate` takes a slot of `guard` and has
+/// its body bounded.
+pub fn router_with(state: WebhookState, limits: &WebhookLimits, guard: ReviewGuard) -> Router {
+    let validate = post(validate)
+        .layer(DefaultBodyLimit::max(limits.body_bytes))
+        .layer(middleware::from_fn_with_state(guard, limits::guard));
     Router::new()
-        .route("/validate", post(validate))
+        .route("/validate", validate)
         .route("/healthz", get(|| async { "ok\n" }))
         .with_state(state)
 }
@@ -67,7 +86,13 @@ async fn validate(
     let candidate = match candidate(&request.kind.kind, object) {
         Ok(Some(candidate)) => candidate,
         Ok(None) => return Json(response.into_review()),
-        Err(e) => return Json(response.deny(format!("{name}: {e}")).into_review()),
+        Err(e) => {
+            return Json(
+                response
+                    .deny(bounded(&format!("{name}: {e}")))
+                    .into_review(),
+            );
+        }
     };
     let (store, config) = state.snapshots.borrow().as_ref().map_or_else(
         || (Arc::default(), Arc::clone(&state.config)),
@@ -85,11 +110,12 @@ async fn validate(
         debug!("webhook: admitted {name}");
         let mut response = response;
         if !verdict.warnings.is_empty() {
-            response.warnings = Some(verdict.warnings);
+            let warnings = verdict.warnings.iter().map(|w| bounded(w));
+            response.warnings = Some(warnings.take(MAX_WARNINGS).collect());
         }
         Json(response.into_review())
     } else {
-        let reason = verdict.reason.unwrap_or_default();
+        let reason = bounded(verdict.reason.as_deref().unwrap_or_default());
         info!("webhook: denied {name}: {reason}");
         Json(response.deny(reason).into_review())
     }
@@ -110,15 +136,29 @@ fn candidate(kind: &str, object: &DynamicObject) -> Result<Option<Candidate>, St
     })
 }
 
-/// Serves `router` over TLS (`tls` decides the certificate), one task per
-/// connection, until `stop` resolves.
+/// Serves `router` over TLS (`tls` decides the certificate) under the
+/// default [`WebhookLimits`], one task per connection, until `stop` resolves.
 pub async fn serve_tls(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     router: Router,
     stop: impl Future<Output = ()>,
 ) {
+    serve_tls_with(listener, tls, router, WebhookLimits::default(), stop).await;
+}
+
+/// [`serve_tls`] with `limits`: a connection over the cap is closed at once,
+/// and one that does not finish its handshake or headers in time is cut.
+pub async fn serve_tls_with(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    router: Router,
+    limits: WebhookLimits,
+    stop: impl Future<Output = ()>,
+) {
     let acceptor = TlsAcceptor::from(tls);
+    let open = Arc::new(Semaphore::new(limits.connections));
+    let limits = Arc::new(limits);
     tokio::pin!(stop);
     loop {
         let (tcp, peer) = tokio::select! {
@@ -131,22 +171,72 @@ pub async fn serve_tls(
                 }
             },
         };
-        let acceptor = acceptor.clone();
-        let service = TowerToHyperService::new(router.clone());
+        let Ok(permit) = Arc::clone(&open).try_acquire_owned() else {
+            debug!(%peer, "webhook: {} connections open; closing this one", limits.connections);
+            drop(tcp);
+            continue;
+        };
+        let connection = Connection {
+            acceptor: acceptor.clone(),
+            service: TowerToHyperService::new(router.clone()),
+            limits: Arc::clone(&limits),
+        };
         tokio::spawn(async move {
-            let stream = match acceptor.accept(tcp).await {
-                Ok(stream) => stream,
-                Err(e) => {
-                    debug!(%peer, "webhook TLS handshake failed: {e}");
-                    return;
-                }
-            };
-            if let Err(e) = auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
-                debug!(%peer, "webhook connection: {e}");
-            }
+            connection.serve(tcp, peer).await;
+            drop(permit);
         });
+    }
+}
+
+/// One accepted connection and what it is served with.
+struct Connection {
+    acceptor: TlsAcceptor,
+    service: TowerToHyperService<Router>,
+    limits: Arc<WebhookLimits>,
+}
+
+impl Connection {
+    async fn serve(self, tcp: TcpStream, peer: std::net::SocketAddr) {
+        let limits = &self.limits;
+        let stream = match tokio::time::timeout(limits.handshake, self.acceptor.accept(tcp)).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => {
+                debug!(%peer, "webhook TLS handshake failed: {e}");
+                return;
+            }
+            Err(_) => {
+                debug!(%peer, "webhook TLS handshake took longer than {:?}", limits.handshake);
+                return;
+            }
+        };
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_read);
+        builder
+            .http2()
+            .timer(TokioTimer::new())
+            // Streams past the review slots are answered 503 at once.
+            .max_concurrent_streams(MAX_STREAMS)
+            .keep_alive_interval(Some(limits.header_read))
+            .keep_alive_timeout(limits.header_read);
+        let served = builder.serve_connection(TokioIo::new(stream), self.service);
+        tokio::pin!(served);
+        let age = tokio::time::sleep(limits.connection_age);
+        tokio::pin!(age);
+        let mut closing = false;
+        let result = loop {
+            tokio::select! {
+                result = served.as_mut() => break result,
+                () = &mut age, if !closing => {
+                    served.as_mut().graceful_shutdown();
+                    closing = true;
+                }
+            }
+        };
+        if let Err(e) = result {
+            debug!(%peer, "webhook connection: {e}");
+        }
     }
 }

@@ -11,6 +11,9 @@ use tower::ServiceExt as _;
 use super::*;
 use crate::fleet::Snapshot;
 
+mod limits;
+mod reasons;
+
 fn ingress(path: &str) -> Value {
     json!({
         "apiVersion": "networking.k8s.io/v1",
@@ -58,7 +61,8 @@ fn admission(object: Value) -> Value {
     })
 }
 
-async fn ask(object: Value) -> Value {
+/// A webhook whose snapshot holds our IngressClass.
+fn state() -> WebhookState {
     let class: hawser_model::IngressClass = hawser_model::IngressClass::from_k8s(
         &serde_json::from_value(json!({
             "apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
@@ -77,12 +81,16 @@ async fn ask(object: Value) -> Value {
         served: Arc::default(),
         rejected: Arc::default(),
     })));
-    let state = WebhookState {
+    WebhookState {
         snapshots,
         config: Arc::new(RenderConfig::default()),
         default_certificate: generate_default_certificate().unwrap(),
         haproxy: None,
-    };
+    }
+}
+
+async fn ask(object: Value) -> Value {
+    let state = state();
     let request = axum::http::Request::post("/validate")
         .header("content-type", "application/json")
         .body(axum::body::Body::from(admission(object).to_string()))
