@@ -1,10 +1,12 @@
 //! Prometheus metrics: applies, reloads, runtime operations, failures and
 //! durations (fed by an agent's outcomes and status), renders, pushes to
-//! agents (fed by the fleet's status), and certificate expiry.
+//! agents (fed by the fleet's status), certificate expiry, and how much of
+//! the sandbox around checks the kernel enforces.
 
 use std::sync::Arc;
 
 use hawser_agent::{AgentHandle, AgentStatus};
+use hawser_haproxy::sandbox::Enforcement;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -57,6 +59,8 @@ pub struct Metrics {
     certificate_expiry: Gauge,
     leader: Gauge,
     leader_epoch: Gauge,
+    sandbox_enforced: Gauge,
+    sandbox_landlock_abi: Gauge,
 }
 
 /// How often the certificate expiry gauge is refreshed.
@@ -92,6 +96,8 @@ impl Metrics {
             certificate_expiry: Gauge::default(),
             leader: Gauge::default(),
             leader_epoch: Gauge::default(),
+            sandbox_enforced: Gauge::default(),
+            sandbox_landlock_abi: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register("applies", "Generations applied, by how", m.applies.clone());
@@ -188,6 +194,23 @@ impl Metrics {
             "The fencing epoch this controller pushes with while it leads",
             m.leader_epoch.clone(),
         );
+        registry.register(
+            "sandbox_enforced",
+            "How much of the sandbox around checks of candidate content the kernel enforces: 2 all, 1 part (an older Landlock ABI), 0 none (no Landlock: the configuration policy only)",
+            m.sandbox_enforced.clone(),
+        );
+        registry.register(
+            "sandbox_landlock_abi",
+            "The kernel's Landlock ABI version (0 without Landlock)",
+            m.sandbox_landlock_abi.clone(),
+        );
+        let sandbox = hawser_haproxy::sandbox::support();
+        m.sandbox_enforced.set(match sandbox.enforcement {
+            Enforcement::Full => 2,
+            Enforcement::Partial => 1,
+            Enforcement::None => 0,
+        });
+        m.sandbox_landlock_abi.set(i64::from(sandbox.landlock_abi));
         Metrics { registry, ..m }
     }
 
@@ -358,5 +381,34 @@ impl Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Metrics::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use hawser_haproxy::sandbox::{Enforcement, support};
+
+    use super::Metrics;
+
+    #[test]
+    fn the_sandbox_support_is_exposed() {
+        let text = Metrics::new().encode();
+        let support = support();
+        let level = match support.enforcement {
+            Enforcement::Full => 2,
+            Enforcement::Partial => 1,
+            Enforcement::None => 0,
+        };
+        assert!(
+            text.contains(&format!("hawser_sandbox_enforced {level}\n")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "hawser_sandbox_landlock_abi {}\n",
+                support.landlock_abi
+            )),
+            "{text}"
+        );
     }
 }

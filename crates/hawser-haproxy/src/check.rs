@@ -2,10 +2,11 @@
 
 mod output;
 
-use std::{path::Path, process::Stdio};
+use std::{io, path::Path, process::Stdio};
 
 use tokio::process::Command;
 
+use crate::sandbox::Sandbox;
 use crate::{ConfigPolicy, HaproxyBinary, HaproxyError};
 
 /// What a passing check had to say.
@@ -43,7 +44,8 @@ impl HaproxyBinary {
             source,
         };
         // No `-q`: it would also silence the alerts the caller needs.
-        let child = Command::new(self.path())
+        let mut command = Command::new(self.path());
+        command
             .arg("-c")
             .arg("-C")
             .arg(tree)
@@ -51,11 +53,15 @@ impl HaproxyBinary {
             .arg(config.as_ref())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            // Dropping the wait on timeout then kills the check.
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(spawn_error)?;
+            .stderr(Stdio::piped());
+        // HAProxy runs candidate code while it parses (`lua-load`): it may
+        // read the tree and nothing else of the user's, write nowhere and
+        // connect nowhere. Dropping the wait on timeout kills it.
+        let child = check_sandbox(tree, config.as_ref())
+            .spawn(command)
+            .await
+            .map_err(|error| spawn_error(io::Error::other(error)))?
+            .child;
         let finished = tokio::time::timeout(self.check_timeout(), child.wait_with_output()).await;
         let Ok(finished) = finished else {
             return Err(HaproxyError::CheckTimedOut {
@@ -88,4 +94,14 @@ impl HaproxyBinary {
         };
         Err(HaproxyError::CheckFailed { output, file, line })
     }
+}
+
+/// The sandbox of `haproxy -c`: the tree read-only (and the configuration,
+/// when it is named by an absolute path outside it).
+fn check_sandbox(tree: &Path, config: &Path) -> Sandbox {
+    let sandbox = Sandbox::new().read(tree);
+    if config.is_absolute() && !config.starts_with(tree) && config.exists() {
+        return sandbox.read(config);
+    }
+    sandbox
 }

@@ -45,7 +45,8 @@ async fn fake_binaries_are_gated_by_version_and_bounded_by_the_timeout() {
         dir.path(),
         "hanging",
         "HAProxy version 3.0.11-1 2025/06/02 - https://haproxy.org/",
-        "exec sleep 30",
+        // A busy shell: the check's sandbox lets it execute nothing else.
+        "while :; do :; done",
     );
 
     let newer = HaproxyBinary::at(&newer).unwrap();

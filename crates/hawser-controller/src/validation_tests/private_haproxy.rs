@@ -8,6 +8,7 @@
 //! other's requests; a port taken after it was chosen fails the bind, and
 //! the run starts again on fresh ones.
 
+use std::collections::BTreeSet;
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher as _, Hasher as _};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
@@ -15,8 +16,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use hawser_haproxy::HaproxyBinary;
+use hawser_haproxy::sandbox::Sandbox;
 use hawser_model::Store;
-use hawser_render::{CONFIG_PATH, RenderConfig, Renderer};
+use hawser_render::{CONFIG_PATH, Plan, RenderConfig, Renderer};
 use tokio::io::{AsyncRead, AsyncReadExt as _};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
@@ -71,9 +73,12 @@ impl PrivateHaproxy {
             write_tree(&rendered.files, tree.path()).map_err(ValidationTestError::Prepare)?;
             policy
                 .check_tree(tree.path(), CONFIG_PATH.as_ref())
-                .map_err(|refused| ValidationTestError::Refused(gate::GateError::Refused(refused)))?;
+                .map_err(|refused| {
+                    ValidationTestError::Refused(gate::GateError::Refused(refused))
+                })?;
             let addr = SocketAddr::from((ip, http));
-            match start_on(binary, tree, addr).await {
+            let ports = PrivatePorts::of(store, &rendered.plan, http, https);
+            match start_on(binary, tree, addr, &ports).await {
                 Ok(server) => return Ok(server),
                 Err(ValidationTestError::HaproxyFailed { output })
                     if output.contains("cannot bind") =>
@@ -125,12 +130,43 @@ pub(super) fn private_config(
     config
 }
 
+/// The TCP ports a private HAProxy may use in its sandbox: it binds its own
+/// (HTTP, HTTPS, and the ports Gateway listeners have to themselves) and
+/// connects to the servers of the plan (the echoes), nothing else.
+#[derive(Debug)]
+struct PrivatePorts {
+    bind: BTreeSet<u16>,
+    connect: BTreeSet<u16>,
+}
+
+impl PrivatePorts {
+    fn of(store: &Store, plan: &Plan, http: u16, https: u16) -> Self {
+        let listeners = store
+            .gateways()
+            .flat_map(|gateway| &gateway.listeners)
+            .filter_map(|listener| u16::try_from(listener.port).ok());
+        Self {
+            bind: [http, https].into_iter().chain(listeners).collect(),
+            connect: plan
+                .backends
+                .iter()
+                .flat_map(|backend| &backend.servers)
+                .map(|server| server.port)
+                .collect(),
+        }
+    }
+}
+
+/// Starts HAProxy on `tree` in a sandbox: it reads the tree, makes its unix
+/// sockets there (HAProxy runs in it), binds and connects only `ports`.
 async fn start_on(
     binary: &HaproxyBinary,
     tree: tempfile::TempDir,
     http: SocketAddr,
+    ports: &PrivatePorts,
 ) -> Result<PrivateHaproxy, ValidationTestError> {
-    let mut child = Command::new(binary.path())
+    let mut command = Command::new(binary.path());
+    command
         .args(["-db", "-dR"])
         .arg("-C")
         .arg(tree.path())
@@ -138,13 +174,19 @@ async fn start_on(
         .stdin(Stdio::null())
         // The configuration's log target is usually stdout: one line a request.
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|source| ValidationTestError::Spawn {
+        .stderr(Stdio::piped());
+    let mut child = Sandbox::new()
+        .read(tree.path())
+        .sockets_in(tree.path())
+        .bind_tcp(ports.bind.iter().copied())
+        .connect_tcp(ports.connect.iter().copied())
+        .spawn(command)
+        .await
+        .map_err(|error| ValidationTestError::Spawn {
             path: binary.path().to_path_buf(),
-            source,
-        })?;
+            source: std::io::Error::other(error),
+        })?
+        .child;
     let stderr = child.stderr.take().map(|pipe| tokio::spawn(drain(pipe)));
     let deadline = Instant::now() + START_TIMEOUT;
     loop {

@@ -70,6 +70,8 @@ async fn serve(args: &AgentServeArgs) -> anyhow::Result<()> {
     let (material, _tls_watch) = watch_dir(tls_dir, Role::Agent, TLS_POLL);
 
     let haproxy = HaproxyBinary::locate()?;
+    // Once, at start: how much of the sandbox around checks this kernel enforces.
+    hawser_haproxy::sandbox::announce();
     let version = haproxy.version().to_string();
     let mut config = AgentConfig::new(paths.clone(), haproxy);
     config.mode = if args.spawn_haproxy {
