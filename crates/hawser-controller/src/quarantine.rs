@@ -25,7 +25,9 @@ use std::sync::Arc;
 
 use hawser_haproxy::{ConfigPolicy, HaproxyBinary};
 use hawser_model::{Object, ObjectRef, Store};
-use hawser_render::{Diagnostic, Fault, RenderError, Rendered, Renderer, Severity, fault_of};
+use hawser_render::{
+    Diagnostic, Fault, RenderError, Rendered, Renderer, RouteStatus, Severity, fault_of,
+};
 
 use crate::gate::GateError;
 
@@ -81,6 +83,9 @@ impl std::fmt::Debug for Judge {
 pub struct Quarantined {
     pub object: Object,
     pub reason: String,
+    /// A Gateway API route's status while it is left out: `Accepted=False`
+    /// (`Quarantined`) on each parent it had.
+    pub route_status: Option<RouteStatus>,
 }
 
 impl Quarantined {
@@ -174,9 +179,17 @@ pub async fn render_checked(
             // Blamed on something not in the store: leaving it out cannot help.
             return Err(QuarantineError::Refused(refused));
         };
+        let reason = reason(output);
+        let route_status = rendered
+            .gateway_status
+            .routes
+            .iter()
+            .find(|status| status.route == blamed)
+            .map(|status| status.quarantined(&reason));
         quarantined.push(Quarantined {
             object,
-            reason: reason(output),
+            reason,
+            route_status,
         });
     }
 }
@@ -191,6 +204,15 @@ fn with_diagnostics(mut rendered: Rendered, quarantined: &[Quarantined]) -> Rend
         }));
     rendered.diagnostics.sort();
     rendered.diagnostics.dedup();
+    let routes: Vec<&RouteStatus> = quarantined
+        .iter()
+        .filter_map(|q| q.route_status.as_ref())
+        .collect();
+    if !routes.is_empty() {
+        let status = Arc::make_mut(&mut rendered.gateway_status);
+        status.routes.extend(routes.into_iter().cloned());
+        status.routes.sort_by(|a, b| a.route.cmp(&b.route));
+    }
     rendered
 }
 

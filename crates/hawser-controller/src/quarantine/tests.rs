@@ -229,3 +229,55 @@ async fn leaving_objects_out_is_bounded() {
         "{refused:?}"
     );
 }
+
+/// A route whose header match the fake gate refuses, beside the Ingresses.
+const ROUTES: &str = r#"
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: { name: hawser }
+spec: { controllerName: hawser.dev/gateway-controller }
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: { name: gw, namespace: infra }
+spec:
+  gatewayClassName: hawser
+  listeners: [{ name: http, port: 80, protocol: HTTP, allowedRoutes: { namespaces: { from: All } } }]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: { name: odd, namespace: team }
+spec:
+  parentRefs: [{ name: gw, namespace: infra }]
+  rules:
+    - matches: [{ headers: [{ name: x-odd, value: refuse-me }] }]
+      backendRefs: [{ name: web, port: 80 }]
+"#;
+
+#[tokio::test]
+async fn a_quarantined_route_is_not_accepted_by_its_parents() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("all.yaml"),
+        format!("{MANIFESTS}\n---\n{ROUTES}"),
+    )
+    .unwrap();
+    let store = crate::load_dir(dir.path()).unwrap().store;
+    let route = ObjectRef::new(Kind::HttpRoute, ObjectKey::new("team", "odd"));
+    let checked = render_checked(&renderer(), &store, &[], &refusing("refuse-me"), always)
+        .await
+        .unwrap();
+    assert_eq!(checked.quarantined[0].object_ref(), route);
+    let status = checked
+        .rendered
+        .gateway_status
+        .routes
+        .iter()
+        .find(|r| r.route == route)
+        .expect("the quarantined route keeps a status");
+    assert_eq!(status.parents.len(), 1);
+    let accepted = hawser_render::condition(&status.parents[0].conditions, "Accepted").unwrap();
+    assert!(!accepted.is_true());
+    assert_eq!(accepted.reason, "Quarantined");
+    assert!(accepted.message.contains("HAProxy refuses"), "{accepted:?}");
+}

@@ -144,6 +144,24 @@ pub(super) fn listener_summary(
     (accepted, programmed)
 }
 
+impl RouteStatus {
+    /// This route's status once it is left out of the configuration because
+    /// HAProxy refuses what it produces: `Accepted=False` (`Quarantined`,
+    /// with `message`) on every parent it had.
+    pub fn quarantined(&self, message: &str) -> RouteStatus {
+        let mut status = self.clone();
+        for parent in &mut status.parents {
+            let generation = parent.conditions.first().and_then(|c| c.observed_generation);
+            parent.conditions.retain(|c| c.condition_type != "Accepted");
+            parent.conditions.insert(
+                0,
+                Condition::new("Accepted", false, "Quarantined", message, generation),
+            );
+        }
+        status
+    }
+}
+
 impl GatewayStatus {
     /// A listener the table accepted but whose port the configuration
     /// cannot serve (something else binds it): `Accepted=False`
