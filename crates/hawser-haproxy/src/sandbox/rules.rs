@@ -26,7 +26,7 @@ const SCOPE_ABI: ABI = ABI::V6;
 /// cache, locales, OpenSSL's configuration and the public CA certificates
 /// (HAProxy's HTTP client loads them at start), the name service and time
 /// zone files (`init-addr libc` resolves while parsing), CPU topology, and
-/// the random and null devices. A path absent on this system is skipped.
+/// the random devices. A path absent on this system is skipped.
 const SYSTEM_READ: &[&str] = &[
     "/lib",
     "/lib32",
@@ -53,10 +53,13 @@ const SYSTEM_READ: &[&str] = &[
     "/usr/share/zoneinfo",
     "/sys/devices/system/cpu",
     "/sys/devices/system/node",
-    "/dev/null",
     "/dev/random",
     "/dev/urandom",
 ];
+
+/// Opened for writing too: `Stdio::null()` opens it on the spawning
+/// (restricted) thread, and what is written there is gone.
+const SINK: &str = "/dev/null";
 
 fn read_access() -> BitFlags<AccessFs> {
     make_bitflags!(AccessFs::{ReadFile | ReadDir})
@@ -97,6 +100,12 @@ fn restrict(sandbox: &Sandbox, executables: &[PathBuf]) -> Result<RestrictionSta
         .and_then(|ruleset| ruleset.scope(Scope::from_all(SCOPE_ABI)))
         .and_then(|ruleset| ruleset.create())
         .and_then(|created| created.add_rules(path_beneath_rules(SYSTEM_READ, read_access())))
+        .and_then(|created| {
+            created.add_rules(path_beneath_rules(
+                [SINK],
+                AccessFs::ReadFile | AccessFs::WriteFile,
+            ))
+        })
         .and_then(|created| {
             created.add_rules(path_beneath_rules(
                 executables,

@@ -142,6 +142,25 @@ async fn sandbox_child_connects_and_binds_only_the_ports_it_is_given() {
 }
 
 #[tokio::test]
+async fn sandbox_child_may_have_null_stdio() {
+    let mut command = Command::new("/bin/true");
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let spawned = Sandbox::new().spawn(command).await.unwrap();
+    assert!(
+        spawned
+            .child
+            .wait_with_output()
+            .await
+            .unwrap()
+            .status
+            .success()
+    );
+}
+
+#[tokio::test]
 async fn a_missing_tree_is_an_error_not_a_narrower_sandbox() {
     let error = Sandbox::new()
         .read("/nonexistent/hawser-tree")
