@@ -119,3 +119,29 @@ fn replacement_secret() -> String {
         indent(&key)
     )
 }
+
+/// `hawser validate` reports the quarantine `run` would make: the Secret
+/// HAProxy refuses is named with HAProxy's reason, and the configuration
+/// of the rest passes (exit 1: something is rejected).
+#[test]
+fn validate_names_what_would_be_quarantined() {
+    let backends = Backends::start(&[pod("shop", "web", "web-a"), pod("legacy", "app", "app-a")]);
+    let manifests = Manifests::from_fixture("run_quarantine", &backends.vars());
+    let finished = support::run_to_end(&mut support::hawser_command([
+        "validate".as_ref(),
+        "--manifests".as_ref(),
+        manifests.path().as_os_str(),
+    ]));
+    let output = finished.output();
+    assert_eq!(finished.status.code(), Some(1), "{output}");
+    assert!(
+        output.contains("rejected: Secret legacy/legacy-tls: quarantined: HAProxy refuses")
+            && output.contains("ca md too weak"),
+        "{output}"
+    );
+    assert!(
+        output.contains("HAProxy 3."),
+        "the rest is accepted: {output}"
+    );
+    assert!(output.contains("accepts the rest"), "{output}");
+}

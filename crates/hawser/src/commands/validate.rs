@@ -1,9 +1,15 @@
 //! `hawser validate`: render, then let the real HAProxy judge the result.
+//! What HAProxy refuses because of one object is reported as that object's
+//! quarantine (as `run` and the controller would serve the rest); what it
+//! refuses for any other reason fails the whole configuration.
 
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
 use hawser_controller::gate;
+use hawser_controller::quarantine::{Judge, QuarantineError, render_checked};
 use hawser_haproxy::HaproxyBinary;
+use hawser_render::Rendered;
 
 use super::input;
 use crate::cli::InputArgs;
@@ -11,22 +17,48 @@ use crate::cli::InputArgs;
 pub async fn run(args: &InputArgs) -> anyhow::Result<ExitCode> {
     let inputs = input::load(args)?;
     let haproxy = HaproxyBinary::locate()?;
-    let rendered = inputs.renderer.render(&inputs.manifests.store)?;
-    let rejected = input::report(&rendered);
     let problems = inputs.manifests.problems.len();
-    let check = gate::check(&haproxy, &inputs.policy, &rendered.files).await;
-    let haproxy_ok = match &check {
-        Ok(report) => {
-            for warning in &report.warnings {
-                eprintln!("haproxy warning: {warning}");
-            }
-            true
-        }
-        Err(err) => {
-            eprintln!("{err}");
-            false
+    let warnings = Arc::new(Mutex::new(Vec::new()));
+    let judge = {
+        let (haproxy, policy, warnings) = (
+            haproxy.clone(),
+            inputs.policy.clone(),
+            Arc::clone(&warnings),
+        );
+        Judge::new(move |rendered: &Rendered| {
+            let (haproxy, policy, warnings) =
+                (haproxy.clone(), policy.clone(), Arc::clone(&warnings));
+            Box::pin(async move {
+                let report = gate::check(&haproxy, &policy, &rendered.files).await?;
+                if let Ok(mut kept) = warnings.lock() {
+                    *kept = report.warnings;
+                }
+                Ok(())
+            })
+        })
+    };
+    let checked = render_checked(
+        &inputs.renderer,
+        &inputs.manifests.store,
+        &[],
+        &judge,
+        |_| false,
+    )
+    .await;
+    let (rendered, haproxy_ok) = match checked {
+        Ok(checked) => (checked.rendered, true),
+        Err(QuarantineError::Render(e)) => return Err(e.into()),
+        Err(refused) => {
+            eprintln!("{refused}");
+            (inputs.renderer.render(&inputs.manifests.store)?, false)
         }
     };
+    if let Ok(warnings) = warnings.lock() {
+        for warning in warnings.iter().filter(|_| haproxy_ok) {
+            eprintln!("haproxy warning: {warning}");
+        }
+    }
+    let rejected = input::report(&rendered);
     let summary = input::summary(&rendered);
     if haproxy_ok && rejected == 0 && problems == 0 {
         println!("valid: {summary}; HAProxy {} accepts it", haproxy.version());
