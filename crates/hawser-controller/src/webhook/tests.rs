@@ -12,6 +12,7 @@ use super::*;
 use crate::fleet::Snapshot;
 
 mod limits;
+mod policy;
 mod reasons;
 
 fn ingress(path: &str) -> Value {

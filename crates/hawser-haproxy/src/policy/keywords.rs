@@ -60,8 +60,11 @@ pub(crate) const DEFAULT_PATH: &str = "default-path";
 pub(crate) const DEFAULT_PATH_IN_TREE: &[&str] = &["current", "config"];
 
 /// First words whose argument at the given position is a file or directory.
+///
+/// `chroot` is not one: it opens nothing, it confines HAProxy to a
+/// directory once the configuration is loaded (and the agent's own check
+/// refuses a missing one).
 pub(crate) const FILE_KEYWORDS: &[(&str, usize)] = &[
-    ("chroot", 1),
     ("pidfile", 1),
     ("server-state-base", 1),
     ("server-state-file", 1),
