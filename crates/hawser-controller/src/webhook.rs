@@ -11,6 +11,7 @@
 //!                     ◄── allowed (with the render's warnings) ◄─────────────────┘
 //! ```
 
+mod idle;
 mod limits;
 mod reason;
 mod review;

@@ -4,8 +4,8 @@
 //! decides), never a queue.
 //!
 //! ```text
-//!  accept ──► connections cap ──► TLS handshake (timeout) ──► HTTP: header read timeout,
-//!             (closed at once)     connection age (then a graceful close)
+//!  accept ──► connections cap ──► TLS handshake (timeout) ──► idle timeout, HTTP/1.1
+//!             (closed at once)     header read timeout, connection age (then a graceful close)
 //!  POST /validate ──► review slots (503 at once) ──► request timeout (504) ──► body limit (413)
 //! ```
 
@@ -28,6 +28,9 @@ pub struct WebhookLimits {
     pub header_read: Duration,
     /// One whole review: reading the body, rendering, `haproxy -c`.
     pub request: Duration,
+    /// A connection on which no byte moves for this long is closed; more
+    /// than `request`, so a review in progress is never cut.
+    pub idle: Duration,
     /// After this a connection is closed gracefully (the API server
     /// reconnects); bounds idle HTTP/2 connections that send nothing.
     pub connection_age: Duration,
@@ -47,6 +50,7 @@ impl Default for WebhookLimits {
             // Inside the API server's default webhook timeout (10 s); the
             // `haproxy -c` part has its own, shorter deadline.
             request: Duration::from_secs(8),
+            idle: Duration::from_secs(10),
             connection_age: Duration::from_secs(300),
             // The API server's own limit on a request body (3 MiB).
             body_bytes: 3 * 1024 * 1024,

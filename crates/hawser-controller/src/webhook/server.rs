@@ -21,6 +21,7 @@ use tokio::sync::{Semaphore, watch};
 use tokio_rustls::TlsAcceptor;
 use tracing::{debug, info, warn};
 
+use super::idle::IdleTimeout;
 use super::limits::{self, ReviewGuard, WebhookLimits};
 use super::reason::bounded;
 use super::review::{Candidate, review};
@@ -218,9 +219,8 @@ impl Connection {
             .http2()
             .timer(TokioTimer::new())
             // Streams past the review slots are answered 503 at once.
-            .max_concurrent_streams(MAX_STREAMS)
-            .keep_alive_interval(Some(limits.header_read))
-            .keep_alive_timeout(limits.header_read);
+            .max_concurrent_streams(MAX_STREAMS);
+        let stream = IdleTimeout::new(stream, limits.idle);
         let served = builder.serve_connection(TokioIo::new(stream), self.service);
         tokio::pin!(served);
         let age = tokio::time::sleep(limits.connection_age);

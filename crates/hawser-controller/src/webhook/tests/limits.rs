@@ -18,6 +18,7 @@ fn short_limits() -> WebhookLimits {
         handshake: Duration::from_millis(300),
         header_read: Duration::from_millis(300),
         request: Duration::from_secs(5),
+        idle: Duration::from_millis(300),
         connection_age: Duration::from_secs(30),
         body_bytes: 4096,
         concurrent_reviews: 1,
@@ -93,6 +94,26 @@ async fn time_to_close(stream: &mut (impl tokio::io::AsyncRead + Unpin)) -> Dura
 }
 
 #[tokio::test]
+async fn a_review_over_tls_is_answered_within_the_bounds() {
+    let served = serve(short_limits()).await;
+    let tcp = TcpStream::connect(served.address).await.unwrap();
+    let connector = tokio_rustls::TlsConnector::from(Arc::clone(&served.client));
+    let name = ServerName::try_from("localhost").unwrap();
+    let mut tls = connector.connect(name, tcp).await.unwrap();
+    let body = admission(ingress("/shop")).to_string();
+    let request = format!(
+        "POST /validate HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    tls.write_all(request.as_bytes()).await.unwrap();
+    let mut response = String::new();
+    tls.read_to_string(&mut response).await.unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains(r#""allowed":true"#), "{response}");
+}
+
+#[tokio::test]
 async fn a_client_that_never_finishes_the_tls_handshake_is_cut_off() {
     let served = serve(short_limits()).await;
     let mut tcp = TcpStream::connect(served.address).await.unwrap();
@@ -107,19 +128,48 @@ async fn a_client_that_never_finishes_the_tls_handshake_is_cut_off() {
 
 #[tokio::test]
 async fn a_client_that_never_finishes_its_headers_is_cut_off() {
-    let served = serve(short_limits()).await;
+    let served = serve(WebhookLimits {
+        idle: Duration::from_secs(10),
+        ..short_limits()
+    })
+    .await;
     let tcp = TcpStream::connect(served.address).await.unwrap();
     let connector = tokio_rustls::TlsConnector::from(Arc::clone(&served.client));
     let name = ServerName::try_from("localhost").unwrap();
     let mut tls = connector.connect(name, tcp).await.unwrap();
-    tls.write_all(b"POST /validate HTTP/1.1\r\nhost: localhost\r\ncontent-type: appl")
+    tls.write_all(b"POST /validate HTTP/1.1\r\nhost: localhost\r\n")
         .await
         .unwrap();
-    let took = time_to_close(&mut tls).await;
+    // A header byte every 100 ms: the connection is never idle, the headers never end.
+    let started = Instant::now();
+    let (mut read, mut write) = tokio::io::split(tls);
+    let trickle = tokio::spawn(async move {
+        while write.write_all(b"x").await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    let took = time_to_close(&mut read).await;
+    trickle.abort();
     assert!(
         took >= Duration::from_millis(250),
         "cut too early: {took:?}"
     );
+    assert!(started.elapsed() < Duration::from_secs(2), "{took:?}");
+}
+
+#[tokio::test]
+async fn a_client_that_sends_nothing_after_the_handshake_is_cut_off() {
+    let served = serve(WebhookLimits {
+        header_read: Duration::from_secs(10),
+        ..short_limits()
+    })
+    .await;
+    let tcp = TcpStream::connect(served.address).await.unwrap();
+    let connector = tokio_rustls::TlsConnector::from(Arc::clone(&served.client));
+    let name = ServerName::try_from("localhost").unwrap();
+    let mut tls = connector.connect(name, tcp).await.unwrap();
+    let took = time_to_close(&mut tls).await;
+    assert!(took < Duration::from_secs(2), "kept open: {took:?}");
 }
 
 #[tokio::test]
