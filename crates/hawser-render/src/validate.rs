@@ -115,16 +115,23 @@ pub fn duration(what: &str, value: &str) -> Result<(), String> {
     }
 }
 
-/// An absolute file path of plain characters (letters, digits, `/._-`).
+/// An absolute, normalized file path of plain characters (letters, digits,
+/// `/._-`): no `.` or `..` component, no `//`, no trailing `/`. The config
+/// policy trusts these paths as they are written, so they must name one file
+/// one way.
 pub fn absolute_path(value: &str) -> Result<(), String> {
     let plain = value
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"/._-".contains(&b));
-    if value.starts_with('/') && plain && !value.split('/').any(|part| part == "..") {
+    let normalized = value.len() > 1
+        && value[1..]
+            .split('/')
+            .all(|part| !matches!(part, "" | "." | ".."));
+    if value.starts_with('/') && plain && normalized {
         Ok(())
     } else {
         Err(format!(
-            "{value:?} must be an absolute path of letters, digits, '/', '.', '_' and '-'"
+            "{value:?} must be an absolute, normalized path (no '.', '..' or empty parts) of letters, digits, '/', '.', '_' and '-'"
         ))
     }
 }
