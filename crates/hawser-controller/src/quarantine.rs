@@ -223,7 +223,7 @@ fn reason(output: &str) -> String {
         .find(|line| line.contains("[ALERT]"))
         .unwrap_or(output);
     let text = alert
-        .split_once(" : config : ")
+        .split_once("config : ")
         .map_or(alert, |(_, rest)| rest)
         .trim();
     let mut bounded: String = text.chars().take(REASON_LIMIT).collect();

@@ -145,3 +145,38 @@ fn validate_names_what_would_be_quarantined() {
     );
     assert!(output.contains("accepts the rest"), "{output}");
 }
+
+/// `hawser status` lists what HAProxy refuses and is left out, in text and
+/// JSON, with HAProxy's reason.
+#[test]
+fn status_lists_what_would_be_quarantined() {
+    let backends = Backends::start(&[pod("shop", "web", "web-a"), pod("legacy", "app", "app-a")]);
+    let manifests = Manifests::from_fixture("run_quarantine", &backends.vars());
+    let status = |output: &str| {
+        support::run_to_end(&mut support::hawser_command([
+            "status",
+            "--manifests",
+            manifests.path().to_str().unwrap(),
+            "--output",
+            output,
+        ]))
+    };
+    let text = status("text");
+    assert!(text.status.success(), "{}", text.describe());
+    assert!(
+        text.stdout.contains("Quarantined")
+            && text
+                .stdout
+                .contains("Secret legacy/legacy-tls: quarantined: HAProxy refuses"),
+        "{}",
+        text.stdout
+    );
+    let json: Value = serde_json::from_str(&status("json").stdout).unwrap();
+    assert_eq!(json["quarantined"][0]["object"], "Secret legacy/legacy-tls");
+    assert!(
+        json["quarantined"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("ca md too weak")),
+        "{json:#}"
+    );
+}

@@ -13,8 +13,10 @@ mod text;
 use std::io::Write as _;
 use std::process::ExitCode;
 
+use hawser_controller::quarantine::{Judge, QuarantineError, render_checked};
+use hawser_haproxy::HaproxyBinary;
 use hawser_model::{Kind, ObjectKey, ObjectRef, Store};
-use hawser_render::{Diagnostic, GatewayRouting, Severity, gateway_routing};
+use hawser_render::{Diagnostic, GatewayRouting, Rendered, Severity, gateway_routing};
 
 use super::input;
 use crate::cli::{StatusArgs, StatusOutput};
@@ -52,6 +54,9 @@ pub struct Report<'a> {
     pub controller: String,
     pub routing: GatewayRouting,
     pub ingresses: Vec<IngressOutcome>,
+    /// Objects left out because HAProxy refuses what they produce (only
+    /// known when HAProxy is installed).
+    pub quarantined: Vec<Diagnostic>,
 }
 
 impl Report<'_> {
@@ -72,10 +77,10 @@ impl Report<'_> {
     }
 }
 
-pub fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
+pub async fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     let inputs = input::load(&args.input)?;
     let store = &inputs.manifests.store;
-    let rendered = inputs.renderer.render(store)?;
+    let rendered = checked_render(&inputs).await?;
     let controller = inputs.renderer.config().settings.gateway_controller.clone();
     let mut routing = gateway_routing(store, &controller);
     // The render's status also knows the listeners whose port this
@@ -86,6 +91,12 @@ pub fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         controller: controller.clone(),
         routing,
         ingresses: ingress_outcomes(store, &rendered.diagnostics),
+        quarantined: rendered
+            .diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Rejected && d.message.starts_with("quarantined: "))
+            .cloned()
+            .collect(),
     };
     let out = match args.output {
         StatusOutput::Text => text::report(&report),
@@ -101,6 +112,25 @@ pub fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Each Ingress's fate in a render: the first rejection or ignore names why.
+/// The render, judged by HAProxy when one is installed: what it would
+/// quarantine is then reported as rejected, and a quarantined route's
+/// parents do not accept it (as `run` and the controller would serve it).
+async fn checked_render(inputs: &input::Inputs) -> anyhow::Result<Rendered> {
+    let store = &inputs.manifests.store;
+    let Ok(haproxy) = HaproxyBinary::locate() else {
+        return Ok(inputs.renderer.render(store)?);
+    };
+    let judge = Judge::gate(haproxy, inputs.policy.clone());
+    match render_checked(&inputs.renderer, store, &[], &judge, |_| false).await {
+        Ok(checked) => Ok(checked.rendered),
+        Err(QuarantineError::Render(e)) => Err(e.into()),
+        Err(refused) => {
+            eprintln!("note: {refused}");
+            Ok(inputs.renderer.render(store)?)
+        }
+    }
+}
+
 fn ingress_outcomes(store: &Store, diagnostics: &[Diagnostic]) -> Vec<IngressOutcome> {
     store
         .ingresses()

@@ -1,7 +1,8 @@
 //! The status report as JSON: `items` holds one object per GatewayClass,
 //! Gateway and route, each with `apiVersion`, `kind`, `metadata` and the
 //! `status` stanza the controller writes in a cluster (without transition
-//! times); `ingresses` says which Ingresses are served, ignored or rejected.
+//! times); `ingresses` says which Ingresses are served, ignored or rejected;
+//! `quarantined` lists what HAProxy refuses and is left out.
 
 use hawser_controller::gateway_status::{class_stanza, gateway_stanza, route_parents};
 use hawser_model::{Kind, ObjectKey};
@@ -48,10 +49,16 @@ pub fn report(report: &Report<'_>) -> Value {
             Value::Object(out)
         })
         .collect();
+    let quarantined: Vec<Value> = report
+        .quarantined
+        .iter()
+        .map(|d| json!({ "object": d.object.to_string(), "message": d.message }))
+        .collect();
     json!({
         "controllerName": report.controller,
         "items": items,
         "ingresses": ingresses,
+        "quarantined": quarantined,
     })
 }
 

@@ -91,6 +91,15 @@ pub fn report(report: &Report<'_>) -> String {
             let _ = writeln!(out, "  {diagnostic}");
         }
     }
+    if !report.quarantined.is_empty() {
+        let _ = writeln!(
+            out,
+            "Quarantined (HAProxy refuses what they produce; everything else is served)"
+        );
+        for diagnostic in &report.quarantined {
+            let _ = writeln!(out, "  {}: {}", diagnostic.object, diagnostic.message);
+        }
+    }
     if !report.ingresses.is_empty() {
         let _ = writeln!(out, "Ingresses");
         for ingress in &report.ingresses {
