@@ -50,6 +50,7 @@ pub struct Metrics {
     renders: Counter,
     render_seconds: Histogram,
     rejected_objects: Gauge,
+    quarantined_objects: Gauge,
     agents: Gauge,
     agents_converged: Gauge,
     pushes: Counter,
@@ -87,6 +88,7 @@ impl Metrics {
             renders: Counter::default(),
             render_seconds,
             rejected_objects: Gauge::default(),
+            quarantined_objects: Gauge::default(),
             agents: Gauge::default(),
             agents_converged: Gauge::default(),
             pushes: Counter::default(),
@@ -152,6 +154,11 @@ impl Metrics {
             "rejected_objects",
             "Objects the last render rejected",
             m.rejected_objects.clone(),
+        );
+        registry.register(
+            "quarantined_objects",
+            "Objects left out of the last render because HAProxy refuses what they produce",
+            m.quarantined_objects.clone(),
         );
         registry.register(
             "agents",
@@ -301,6 +308,8 @@ impl Metrics {
             .count();
         self.rejected_objects
             .set(i64::try_from(rejected).unwrap_or(i64::MAX));
+        self.quarantined_objects
+            .set(i64::try_from(now.quarantined.len()).unwrap_or(i64::MAX));
     }
 
     /// The text exposition format.

@@ -64,6 +64,7 @@ async fn a_refused_object_is_quarantined_and_every_other_change_applies() {
         "the route PCRE2 refuses is rejected on its own: {diagnostics:#?}"
     );
     run.wait_converged().await;
+    run.expect_metric("hawser_quarantined_objects", 1.0).await;
     run.expect_route_eventually("shop.example.com", "/", "web")
         .await;
     run.expect_route_eventually("legacy.example.com", "/", "app")
