@@ -33,6 +33,7 @@
 //! never less. Built-in lines are allowed by what they name, never by their
 //! text or a comment: `# from:` and `# snippet:` marks only name the culprit.
 
+mod crt_list;
 mod error;
 mod keywords;
 mod rules;
@@ -149,9 +150,11 @@ impl ConfigPolicy {
     /// Judges `config` (the bytes of `haproxy.cfg`), reading Lua files from
     /// `tree`. The first refused line is the error.
     pub fn check_config(&self, config: &[u8], tree: &dyn TreeFiles) -> Result<(), PolicyError> {
-        let Some((line, reason)) = tokenize::lines(config)
-            .find_map(|line| rules::judge(self, &line, tree).map(|reason| (line, reason)))
-        else {
+        let Some((line, reason)) = tokenize::lines(config).find_map(|line| {
+            rules::judge(self, &line, tree)
+                .or_else(|| crt_list::judge(self, &line, tree))
+                .map(|reason| (line, reason))
+        }) else {
             return Ok(());
         };
         Err(PolicyError::Refused(Box::new(Refusal {

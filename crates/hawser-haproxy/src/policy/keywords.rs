@@ -52,8 +52,13 @@ pub(crate) const ENVIRONMENT_FETCHES: &[&str] = &["env"];
 pub(crate) const ENVIRONMENT_PREDICATES: &[&str] = &["defined"];
 pub(crate) const CONDITIONS: &[&str] = &[".if", ".elif"];
 
-/// First words that read a fixed host file whatever their arguments.
-pub(crate) const HOST_READERS: &[&str] = &["parse-resolv-conf"];
+/// First words that read a fixed host file whatever their arguments
+/// (`/etc/resolv.conf`; `/var/run/netns/<name>` for network namespaces).
+pub(crate) const HOST_READERS: &[&str] = &["parse-resolv-conf", "namespace_list"];
+
+/// Bind and server options that open a host file named after their argument
+/// (`namespace <name>`: `/var/run/netns/<name>`).
+pub(crate) const HOST_READING_OPTIONS: &[&str] = &["namespace"];
 
 /// `default-path` may only keep paths in the tree.
 pub(crate) const DEFAULT_PATH: &str = "default-path";
@@ -84,6 +89,11 @@ pub(crate) const FILE_KEYWORDS: &[(&str, usize)] = &[
     ("backing-file", 1),
     ("errorfile", 2),
 ];
+
+/// The option after which a file is a crt-list, whose lines (`<crt>
+/// [<bind options>] [<sni filters>]`) are judged like bind options
+/// (`doc/configuration.txt` 5.1, `crt-list`).
+pub(crate) const CRT_LIST: &str = "crt-list";
 
 /// Words, anywhere on a line, followed by a file: bind and server options,
 /// crt-store `load`, `return`/`http-error` bodies, ACL pattern files, filter

@@ -157,9 +157,19 @@ fn functions(word: &str) -> impl Iterator<Item = (String, &str)> {
 }
 
 /// `crt <file>`, `file <file>`, `-f <file>` ... anywhere on the line.
-fn option_reason(policy: &ConfigPolicy, keyword: &str, words: &[String]) -> Option<Reason> {
+pub(crate) fn option_reason(
+    policy: &ConfigPolicy,
+    keyword: &str,
+    words: &[String],
+) -> Option<Reason> {
     words.windows(2).find_map(|pair| {
         let option = lower(&pair[0]);
+        if kw::HOST_READING_OPTIONS.contains(&option.as_str()) {
+            return Some(Reason::OutsideTree {
+                keyword: option,
+                path: "a file of the host".to_string(),
+            });
+        }
         let scoped = kw::SCOPED_FILE_OPTIONS.contains(&(keyword, option.as_str()));
         if kw::FILE_OPTIONS.contains(&option.as_str()) || scoped {
             file_reason(policy, &option, &pair[1])
@@ -217,7 +227,7 @@ fn socket_reason(
 }
 
 /// A file argument: one of hawser's own files, or a path in the tree.
-fn file_reason(policy: &ConfigPolicy, keyword: &str, path: &str) -> Option<Reason> {
+pub(crate) fn file_reason(policy: &ConfigPolicy, keyword: &str, path: &str) -> Option<Reason> {
     if policy.is_hawser_file(path) || in_tree(path).is_some() {
         return None;
     }
@@ -246,7 +256,7 @@ pub(crate) fn in_tree(path: &str) -> Option<String> {
     Some(parts.join("/"))
 }
 
-fn lower(word: &str) -> String {
+pub(crate) fn lower(word: &str) -> String {
     word.to_ascii_lowercase()
 }
 

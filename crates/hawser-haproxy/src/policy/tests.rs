@@ -137,3 +137,26 @@ fn a_refusal_names_its_culprit_line_and_reason_in_bounded_text() {
         "{unmarked}"
     );
 }
+
+#[test]
+fn a_crt_list_is_judged_line_by_line() {
+    let config = "frontend f\n  bind :443 ssl crt-list certs/crt-list.txt\n";
+    let policy = ConfigPolicy::default();
+    let judge = |list: &'static str| {
+        let tree =
+            move |path: &str| (path == "certs/crt-list.txt").then(|| list.as_bytes().to_vec());
+        policy.check_config(config.as_bytes(), &tree)
+    };
+    judge("certs/a.pem a.example.com\ncerts/b.pem [alpn h2] *.example.com !x.example.com\n")
+        .expect("a crt-list of the tree");
+    for hostile in [
+        "/etc/ssl/private/key.pem a.example.com\n",
+        "certs/a.pem [ca-file /etc/ssl/ca.pem verify required] a.example.com\n",
+        "certs/a.pem [crl-file\t'/etc/crl.pem'] a.example.com\n",
+        "../../etc/key.pem\n",
+    ] {
+        let error = judge(hostile).expect_err(hostile);
+        assert_eq!(error.metric_label(), "outside_tree", "{hostile}: {error}");
+        assert_eq!(error.refusal().map(|r| r.line), Some(2), "{hostile}");
+    }
+}
