@@ -224,7 +224,7 @@ impl RenderCycle {
     /// HAProxy refuses (quarantine) and refusing a render whose fault is
     /// no object's.
     pub fn judged_by(mut self, judge: Option<Judge>) -> Self {
-        self.judge = judge;
+        self.judge = judge.map(Judge::lenient);
         self
     }
 

@@ -29,6 +29,8 @@ use hawser_render::{
     Diagnostic, Fault, RenderError, Rendered, Renderer, RouteStatus, Severity, fault_of,
 };
 
+use tracing::warn;
+
 use crate::gate::GateError;
 
 /// How many objects one render may leave out before the candidate is
@@ -63,6 +65,28 @@ impl Judge {
                 crate::gate::check(haproxy, policy, &rendered.files)
                     .await
                     .map(drop)
+            })
+        })
+    }
+
+    /// This judge, except that a check that could not run (HAProxy missing,
+    /// a timeout, no room to stage) lets the render pass with a warning:
+    /// that is no verdict on the render, and the agent's own check of what it
+    /// stages decides. For the controller's render cycle, where refusing
+    /// would hold back every change for a reason none of them caused.
+    pub fn lenient(self) -> Self {
+        Judge::new(move |rendered: &Rendered| {
+            let verdict = self.judge(rendered);
+            Box::pin(async move {
+                match verdict.await {
+                    Err(unjudged @ (GateError::Haproxy(_) | GateError::Stage(_))) => {
+                        warn!(
+                            "the gate could not check the render ({unjudged}); handing it on for the agent to check"
+                        );
+                        Ok(())
+                    }
+                    other => other,
+                }
             })
         })
     }

@@ -281,3 +281,27 @@ async fn a_quarantined_route_is_not_accepted_by_its_parents() {
     assert_eq!(accepted.reason, "Quarantined");
     assert!(accepted.message.contains("HAProxy refuses"), "{accepted:?}");
 }
+
+#[tokio::test]
+async fn a_lenient_judge_passes_what_it_could_not_check_and_nothing_it_refused() {
+    let cannot_run = Judge::new(|_: &Rendered| {
+        Box::pin(std::future::ready(Err(GateError::Haproxy(
+            hawser_haproxy::HaproxyError::NotFound,
+        ))))
+    });
+    let store = store();
+    let strict = render_checked(&renderer(), &store, &[], &cannot_run, always).await;
+    assert!(
+        matches!(strict, Err(QuarantineError::Refused(_))),
+        "{strict:?}"
+    );
+    let lenient = render_checked(&renderer(), &store, &[], &cannot_run.lenient(), always).await;
+    assert!(lenient.is_ok_and(|c| c.quarantined.is_empty()));
+
+    let refusing = refusing("frontend ingress").lenient();
+    let refused = render_checked(&renderer(), &store, &[], &refusing, always).await;
+    assert!(
+        matches!(refused, Err(QuarantineError::Refused(_))),
+        "{refused:?}"
+    );
+}

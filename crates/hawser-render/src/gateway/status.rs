@@ -151,7 +151,10 @@ impl RouteStatus {
     pub fn quarantined(&self, message: &str) -> RouteStatus {
         let mut status = self.clone();
         for parent in &mut status.parents {
-            let generation = parent.conditions.first().and_then(|c| c.observed_generation);
+            let generation = parent
+                .conditions
+                .first()
+                .and_then(|c| c.observed_generation);
             parent.conditions.retain(|c| c.condition_type != "Accepted");
             parent.conditions.insert(
                 0,
