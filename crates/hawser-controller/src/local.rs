@@ -26,7 +26,7 @@ use tracing::{info, warn};
 
 use crate::kube::ClusterStatus;
 use crate::manifests::load_dir;
-use crate::quarantine::{Judge, Quarantined, render_checked};
+use crate::quarantine::{Checked, Judge, QuarantineError, Quarantined, render_checked};
 
 /// Quiet time after the last file event before re-reading: an editor's save
 /// (write temp, rename) or a `cp -r` is one change, not many.
@@ -228,6 +228,38 @@ impl RenderCycle {
         self
     }
 
+    /// The render to hand on. With a judge, objects HAProxy refuses are left
+    /// out (see [`crate::quarantine`]); a render refused for anything else
+    /// is handed on as it is, so the agent refuses it with HAProxy's words
+    /// and reports it (`last_outcome`, metrics) while the last valid
+    /// version serves on, as it would without a judge.
+    async fn checked_render(
+        &self,
+        renderer: &Renderer,
+        store: &Store,
+    ) -> Result<Checked, QuarantineError> {
+        let Some(judge) = &self.judge else {
+            let rendered = renderer.render(store).map_err(QuarantineError::Render)?;
+            return Ok(Checked {
+                rendered,
+                store: store.clone(),
+                quarantined: Vec::new(),
+            });
+        };
+        let last = self.last.as_ref();
+        let unchanged =
+            |rendered: &Rendered| last.is_some_and(|last| only_runtime_changes(last, rendered));
+        match render_checked(renderer, store, &self.quarantined, judge, unchanged).await {
+            Err(QuarantineError::Refused(refused) | QuarantineError::TooMany(refused)) => {
+                warn!(
+                    "no object HAProxy refuses can be left out ({refused}); handing the render on for the agent to refuse"
+                );
+                render_checked(renderer, store, &self.quarantined, judge, |_| true).await
+            }
+            other => other,
+        }
+    }
+
     /// Renders what a source read; returns the generation handed to the
     /// sink, or `None` when the render failed or changed nothing.
     pub async fn render(
@@ -242,26 +274,15 @@ impl RenderCycle {
             problems,
             started,
         } = read;
-        let checked = match &self.judge {
-            None => renderer
-                .render(&store)
-                .map(|rendered| (rendered, store, Vec::new()))
-                .map_err(|e| e.to_string()),
-            Some(judge) => {
-                let last = self.last.as_ref();
-                let unchanged = |rendered: &Rendered| {
-                    last.is_some_and(|last| only_runtime_changes(last, rendered))
-                };
-                render_checked(renderer, &store, &self.quarantined, judge, unchanged)
-                    .await
-                    .map(|checked| (checked.rendered, checked.store, checked.quarantined))
-                    .map_err(|e| e.to_string())
-            }
-        };
+        let checked = self
+            .checked_render(renderer, &store)
+            .await
+            .map(|checked| (checked.rendered, checked.store, checked.quarantined))
+            .map_err(|e| e.to_string());
         let (rendered, store, quarantined) = match checked {
             Ok(checked) => checked,
             Err(e) => {
-                warn!("render refused: {e}; keeping the last generation");
+                warn!("render failed: {e}; keeping the last generation");
                 status.send_modify(|s| {
                     s.renders += 1;
                     s.render_error = Some(e);
