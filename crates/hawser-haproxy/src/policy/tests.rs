@@ -59,6 +59,7 @@ fn lines_haproxy_would_not_read_are_faults() {
     let fault = |text: &str| lines(text.as_bytes()).next().and_then(|l| l.fault);
     assert_eq!(fault("a \"b"), Some(LineFault::UnmatchedQuote));
     assert_eq!(fault("a \\x4"), Some(LineFault::BadHexEscape));
+    assert_eq!(fault("a \\x+1"), Some(LineFault::BadHexEscape));
     assert_eq!(fault("lua-load\\x00 x"), Some(LineFault::Nul));
     assert_eq!(fault(&"w ".repeat(65)), Some(LineFault::TooManyWords));
     assert_eq!(fault("a 'b' \"c\""), None);

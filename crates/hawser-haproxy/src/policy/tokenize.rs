@@ -182,10 +182,8 @@ fn words(raw: &[u8]) -> (Vec<Word>, Option<LineFault>) {
     (words, fault)
 }
 
+/// Two hex digits (`ishex()` on each: no sign, no space) as a byte.
 fn hex(pair: Option<&[u8]>) -> Option<u8> {
-    let text = std::str::from_utf8(pair?).ok()?;
-    if text.len() != 2 {
-        return None;
-    }
-    u8::from_str_radix(text, 16).ok()
+    let pair = pair.filter(|p| p.len() == 2 && p.iter().all(u8::is_ascii_hexdigit))?;
+    u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()
 }
