@@ -1,7 +1,7 @@
 //! The config policy in the webhook: a render holding the built-in mirror
 //! Lua is judged like any other (a plain Ingress is admitted beside a
 //! mirroring route), and the same `lua-load` line with another file behind
-//! it is refused.
+//! it is refused; the Lua/config polyglot override is denied with nothing run.
 
 use std::path::Path;
 
@@ -76,4 +76,41 @@ fn the_mirror_line_with_another_file_behind_it_is_refused() {
         matches!(&error, gate::GateError::Refused(e) if e.metric_label() == "foreign_lua"),
         "{error:?}"
     );
+}
+
+/// The polyglot of the issue: a `base/haproxy.cfg` override that is also a
+/// Lua file, loading itself with a quoted `"lua-load"`. Denied, naming the
+/// override and the line, with nothing run (the real HAProxy is given when
+/// there is one; its Lua would write the marker).
+#[tokio::test]
+async fn the_polyglot_override_is_denied_and_nothing_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("lua-ran");
+    let polyglot = format!(
+        "--[[\nglobal\n  \"lua-load\" haproxy.cfg\ndefaults\n  mode http\n--]]\nlocal f = io.open(\"{}\", \"w\") f:write(\"ran\") f:close()\n",
+        marker.display()
+    );
+    let spec: hawser_crd::HawserConfigSpec = serde_json::from_value(serde_json::json!({
+        "templates": { "overrides": { "base/haproxy.cfg": polyglot } }
+    }))
+    .unwrap();
+    let certificate = generate_default_certificate().unwrap();
+    let haproxy = HaproxyBinary::locate().ok();
+    let verdict = review(
+        &mirror_store(),
+        &RenderConfig::default(),
+        &certificate,
+        haproxy.as_ref(),
+        &Candidate::Config(Box::new(spec)),
+    )
+    .await;
+    assert!(!verdict.allowed, "{verdict:?}");
+    let reason = verdict.reason.unwrap_or_default();
+    assert!(
+        reason.contains("config policy")
+            && reason.contains("line 3")
+            && reason.contains("override base/haproxy.cfg"),
+        "{reason}"
+    );
+    assert!(!marker.exists(), "the Lua ran");
 }
