@@ -141,7 +141,12 @@ pub(crate) const ADDRESS_KEYWORDS: &[(&str, Option<&str>, usize)] = &[
     ("stats", Some("socket"), 2),
 ];
 
-/// Address prefixes of an inherited or socketpair file descriptor: never.
+/// `log` targets that are HAProxy's own standard output and error, the same
+/// as `stdout` and `stderr`.
+pub(crate) const LOG_STDIO: &[&str] = &["fd@1", "fd@2"];
+
+/// Address prefixes of an inherited or socketpair file descriptor: never
+/// (but [`LOG_STDIO`] for `log`).
 pub(crate) const DESCRIPTOR_PREFIXES: &[&str] = &["fd@", "sockpair@"];
 
 /// Abstract-namespace socket prefixes: shared by every process on the host.

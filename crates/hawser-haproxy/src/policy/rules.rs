@@ -211,6 +211,9 @@ fn socket_reason(
         address: short(address),
     };
     let prefixed = |list: &[&str]| list.iter().any(|p| folded.starts_with(p));
+    if keyword == "log" && kw::LOG_STDIO.contains(&folded.as_str()) {
+        return None;
+    }
     if prefixed(kw::DESCRIPTOR_PREFIXES) || prefixed(kw::ABSTRACT_PREFIXES) {
         return Some(foreign());
     }

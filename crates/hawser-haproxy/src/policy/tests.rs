@@ -67,14 +67,14 @@ fn lines_haproxy_would_not_read_are_faults() {
 
 #[test]
 fn hawser_paths_are_allowed_by_what_the_caller_trusts() {
-    let config = "global\n  stats socket /run/hawser/admin.sock mode 600 level admin\n  server-state-file /run/hawser/server-state\nfrontend m\n  bind unix@/run/hawser/mirror.sock mode 600\n  bind :443 ssl crt-list certs/crt-list.txt\n  use_backend %[path,map_beg(maps/routes.map)]\n  http-request deny if { path_reg -i (^|/)([.]|%2e)(/|$) }\n  log stdout format raw local0\n";
+    let config = "global\n  log fd@2 local0\n  stats socket /run/hawser/admin.sock mode 600 level admin\n  server-state-file /run/hawser/server-state\nfrontend m\n  bind unix@/run/hawser/mirror.sock mode 600\n  bind :443 ssl crt-list certs/crt-list.txt\n  use_backend %[path,map_beg(maps/routes.map)]\n  http-request deny if { path_reg -i (^|/)([.]|%2e)(/|$) }\n  log stdout format raw local0\n";
     let trusted = ConfigPolicy::default()
         .allow_socket("/run/hawser/admin.sock")
         .allow_socket_dir("/run/hawser")
         .allow_file("/run/hawser/server-state");
     assert!(check(&trusted, config).is_ok());
     let error = check(&ConfigPolicy::default(), config).expect_err("nothing trusted");
-    assert_eq!(error.refusal().map(|r| r.line), Some(2));
+    assert_eq!(error.refusal().map(|r| r.line), Some(3));
     // A trusted directory holds sockets, not files, and no `..` walks out of it.
     let escape = "global\n  stats socket /run/hawser/../admin.sock\n";
     assert!(check(&trusted, escape).is_err());
