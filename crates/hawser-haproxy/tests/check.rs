@@ -8,7 +8,7 @@
 
 mod support;
 
-use hawser_haproxy::{ConfigPolicy, HaproxyError};
+use hawser_haproxy::{ConfigPolicy, HaproxyError, PolicyError};
 
 const VALID: &str = "\
 global
@@ -133,6 +133,8 @@ async fn missing_relative_map_fails_at_its_line() {
     assert!(output.contains("maps/missing.map"), "{output}");
 }
 
+/// A tree without its configuration is refused before HAProxy runs: the
+/// policy cannot read what it would judge.
 #[tokio::test]
 async fn missing_config_file_fails() {
     let tree = support::tree(&[]);
@@ -140,9 +142,9 @@ async fn missing_config_file_fails() {
         .check(&ConfigPolicy::default(), tree.path(), "haproxy.cfg")
         .await
         .unwrap_err();
-    let HaproxyError::CheckFailed { output, line, .. } = &error else {
-        panic!("expected CheckFailed, got {error:?}");
+    let HaproxyError::Refused(PolicyError::Unreadable { path, .. }) = &error else {
+        panic!("expected the policy to find nothing to read, got {error:?}");
     };
-    assert_eq!(*line, None);
-    assert!(output.contains("haproxy.cfg"), "{output}");
+    assert!(path.ends_with("haproxy.cfg"), "{error}");
+    assert!(error.to_string().contains("haproxy.cfg"), "{error}");
 }
