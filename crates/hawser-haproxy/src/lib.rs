@@ -40,10 +40,10 @@ pub use binary::{DEFAULT_CHECK_TIMEOUT, HAPROXY_ENV, HaproxyBinary};
 pub use check::CheckReport;
 pub use cli::DEFAULT_COMMAND_TIMEOUT;
 pub use error::HaproxyError;
+pub use master::{DEFAULT_RELOAD_TIMEOUT, MasterCli, Proc, ProcTable, ReloadReply};
 pub use policy::{
     ConfigPolicy, CulpritNamer, PolicyError, Reason as PolicyReason, Refusal, TreeDir, TreeFiles,
 };
-pub use master::{DEFAULT_RELOAD_TIMEOUT, MasterCli, Proc, ProcTable, ReloadReply};
 pub use runtime::{
     AdminState, CrtListEntry, DEFAULT_MAX_COMMAND_BYTES, MapInfo, RuntimeApi, ServerState,
     SslCertDetails, SslCertList, WaitOutcome,
