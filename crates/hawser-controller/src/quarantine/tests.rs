@@ -46,11 +46,7 @@ spec: { ports: [{ name: http, port: 80 }] }
 "#;
 
 fn store() -> Store {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("all.yaml"), MANIFESTS).unwrap();
-    let set = crate::load_dir(dir.path()).unwrap();
-    assert!(set.problems.is_empty(), "{:?}", set.problems);
-    set.store
+    crate::manifests::store_of(MANIFESTS)
 }
 
 fn renderer() -> Renderer {
@@ -190,7 +186,6 @@ async fn snippets_and_hawsers_own_lines_are_never_quarantined_away() {
 async fn leaving_objects_out_is_bounded() {
     // Six Services, every one refused: four are left out, then the
     // candidate is refused whole.
-    let dir = tempfile::tempdir().unwrap();
     let services: String = (0..6)
         .map(|n| {
             format!(
@@ -198,12 +193,7 @@ async fn leaving_objects_out_is_bounded() {
             )
         })
         .collect();
-    std::fs::write(
-        dir.path().join("all.yaml"),
-        format!("{MANIFESTS}\n---\n{services}"),
-    )
-    .unwrap();
-    let store = crate::load_dir(dir.path()).unwrap().store;
+    let store = crate::manifests::store_of(&format!("{MANIFESTS}\n---\n{services}"));
     let refused = render_checked(
         &renderer(),
         &store,
@@ -256,13 +246,7 @@ spec:
 
 #[tokio::test]
 async fn a_quarantined_route_is_not_accepted_by_its_parents() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("all.yaml"),
-        format!("{MANIFESTS}\n---\n{ROUTES}"),
-    )
-    .unwrap();
-    let store = crate::load_dir(dir.path()).unwrap().store;
+    let store = crate::manifests::store_of(&format!("{MANIFESTS}\n---\n{ROUTES}"));
     let route = ObjectRef::new(Kind::HttpRoute, ObjectKey::new("team", "odd"));
     let checked = render_checked(&renderer(), &store, &[], &refusing("refuse-me"), always)
         .await

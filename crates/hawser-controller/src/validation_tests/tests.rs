@@ -58,11 +58,7 @@ spec: { ports: [{ name: http, port: 80 }] }
 "#;
 
 fn store() -> Store {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("site.yaml"), MANIFESTS).unwrap();
-    let set = crate::load_dir(dir.path()).unwrap();
-    assert!(set.problems.is_empty(), "{:?}", set.problems);
-    set.store
+    crate::manifests::store_of(MANIFESTS)
 }
 
 fn test(name: &str, status: Option<u16>, service: Option<&str>) -> ValidationTest {
