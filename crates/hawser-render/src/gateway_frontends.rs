@@ -40,6 +40,7 @@ use hawser_model::{Kind, ObjectKey, ObjectRef};
 use serde::Serialize;
 
 pub(crate) use self::conditions::Condition;
+pub(crate) use self::grpc::method_regex;
 pub(crate) use self::map_routes::GATEWAY_MAP_PATH;
 use self::map_routes::GatewayMap;
 pub(crate) use self::mirror::{LUA_PATH, MIRROR_LUA, MirrorView};

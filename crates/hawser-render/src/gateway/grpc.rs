@@ -8,6 +8,7 @@ use super::compiled::Compiled;
 use super::filters::{self, FilterScope, Resolution};
 use super::http::check_values;
 use super::table::{FilterEntry, GrpcRuleEntry, WeightedBackend};
+use crate::gateway_frontends::method_regex;
 use crate::validate;
 
 #[derive(Debug, Clone)]
@@ -93,6 +94,12 @@ fn check_match(m: &GrpcRouteMatch) -> Result<(), String> {
                 ValueMatchKind::Exact => validate::grpc_name(what, value, dotted)?,
                 ValueMatchKind::RegularExpression => validate::regex(what, value)?,
             }
+        }
+        if method.kind == ValueMatchKind::RegularExpression {
+            // Each part compiles alone; so must the path regex HAProxy gets.
+            let pattern = method_regex(method.service.as_deref(), method.method.as_deref());
+            validate::compile_like_haproxy(&pattern, false)
+                .map_err(|e| format!("method match {pattern:?} {e}"))?;
         }
     }
     check_values("header", &m.headers)

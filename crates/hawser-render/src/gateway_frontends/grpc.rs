@@ -55,16 +55,20 @@ fn method(m: &GrpcMethodMatch) -> Condition {
             "-m reg",
             format!("^/{ANY_SEGMENT}/{}$", me.unwrap_or(ANY_SEGMENT)),
         ),
-        (ValueMatchKind::RegularExpression, s, me) => Condition::new(
-            "path",
-            "-m reg",
-            format!(
-                "^/({})/({})$",
-                s.unwrap_or(ANY_SEGMENT),
-                me.unwrap_or(ANY_SEGMENT)
-            ),
-        ),
+        (ValueMatchKind::RegularExpression, s, me) => {
+            Condition::new("path", "-m reg", method_regex(s, me))
+        }
     }
+}
+
+/// The path regex HAProxy compiles for a `RegularExpression` method match
+/// (route checks compile exactly this).
+pub(crate) fn method_regex(service: Option<&str>, method: Option<&str>) -> String {
+    format!(
+        "^/({})/({})$",
+        service.unwrap_or(ANY_SEGMENT),
+        method.unwrap_or(ANY_SEGMENT)
+    )
 }
 
 #[cfg(test)]
