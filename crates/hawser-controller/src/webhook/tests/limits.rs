@@ -58,11 +58,15 @@ struct Served {
 }
 
 async fn serve(limits: WebhookLimits) -> Served {
+    serve_state(limits, state()).await
+}
+
+async fn serve_state(limits: WebhookLimits, state: WebhookState) -> Served {
     let (server, client) = tls_configs();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
-    let app = router_with(state(), &limits, ReviewGuard::new(&limits));
+    let app = router_with(state, &limits, ReviewGuard::new(&limits));
     tokio::spawn(serve_tls_with(listener, server, app, limits, async {
         let _ = stopped.await;
     }));
@@ -93,14 +97,13 @@ async fn time_to_close(stream: &mut (impl tokio::io::AsyncRead + Unpin)) -> Dura
     started.elapsed()
 }
 
-#[tokio::test]
-async fn a_review_over_tls_is_answered_within_the_bounds() {
-    let served = serve(short_limits()).await;
+/// Sends one AdmissionReview for `object` over TLS; the whole HTTP answer.
+async fn review_over_tls(served: &Served, object: Value) -> String {
     let tcp = TcpStream::connect(served.address).await.unwrap();
     let connector = tokio_rustls::TlsConnector::from(Arc::clone(&served.client));
     let name = ServerName::try_from("localhost").unwrap();
     let mut tls = connector.connect(name, tcp).await.unwrap();
-    let body = admission(ingress("/shop")).to_string();
+    let body = admission(object).to_string();
     let request = format!(
         "POST /validate HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\
          content-length: {}\r\nconnection: close\r\n\r\n{body}",
@@ -109,8 +112,51 @@ async fn a_review_over_tls_is_answered_within_the_bounds() {
     tls.write_all(request.as_bytes()).await.unwrap();
     let mut response = String::new();
     tls.read_to_string(&mut response).await.unwrap();
+    response
+}
+
+#[tokio::test]
+async fn a_review_over_tls_is_answered_within_the_bounds() {
+    let served = serve(short_limits()).await;
+    let response = review_over_tls(&served, ingress("/shop")).await;
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(response.contains(r#""allowed":true"#), "{response}");
+}
+
+/// The issue's polyglot, sent to a running webhook over TLS with the real
+/// HAProxy when there is one: a `base/haproxy.cfg` override that is also a
+/// Lua file loading itself through a quoted `"lua-load"`. It is denied,
+/// naming the line, and its Lua never runs (it would write the marker).
+#[tokio::test]
+async fn the_polyglot_sent_to_the_running_webhook_is_denied_and_nothing_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("lua-ran");
+    let polyglot = format!(
+        "--[[\nglobal\n  \"lua-load\" haproxy.cfg\ndefaults\n  mode http\n--]]\n\
+         local f = io.open(\"{}\", \"w\") f:write(\"ran\") f:close()\n",
+        marker.display()
+    );
+    let mut state = state();
+    state.haproxy = hawser_haproxy::HaproxyBinary::locate().ok();
+    let limits = WebhookLimits {
+        request: Duration::from_secs(10),
+        ..short_limits()
+    };
+    let served = serve_state(limits, state).await;
+    let object = json!({
+        "apiVersion": "hawser.dev/v1alpha1",
+        "kind": "HawserConfig",
+        "metadata": { "name": "hawser", "namespace": "hawser" },
+        "spec": { "templates": { "overrides": { "base/haproxy.cfg": polyglot } } }
+    });
+    let response = review_over_tls(&served, object).await;
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains(r#""allowed":false"#), "{response}");
+    assert!(
+        response.contains("lua-load"),
+        "the reason names the line: {response}"
+    );
+    assert!(!marker.exists(), "the polyglot's Lua ran");
 }
 
 #[tokio::test]
