@@ -264,9 +264,21 @@ pub fn announce() -> SandboxSupport {
             landlock_abi = support.landlock_abi,
             "checks of candidate content run in a Landlock sandbox"
         ),
+        // Only the newest rule missing: files, exec, TCP, signals and
+        // abstract sockets are enforced, and the policy refuses socket
+        // paths outside the tree anyway. Worth a line, not a warning.
+        Enforcement::Partial if support.landlock_abi >= 6 => tracing::info!(
+            landlock_abi = support.landlock_abi,
+            "checks of candidate content run in a Landlock sandbox, all but its rule on unix sockets outside the tree (Landlock ABI 9); the configuration policy refuses those"
+        ),
         Enforcement::Partial => tracing::warn!(
             landlock_abi = support.landlock_abi,
-            "this kernel's Landlock enforces only part of the sandbox around checks of candidate content; the configuration policy still holds"
+            "this kernel's Landlock enforces only part of the sandbox around checks of candidate content ({}); the configuration policy still holds",
+            if support.landlock_abi >= 4 {
+                "not the abstract-socket and signal scopes"
+            } else {
+                "not its TCP rules nor the abstract-socket and signal scopes"
+            }
         ),
         Enforcement::None => tracing::warn!(
             "this kernel has no Landlock: checks of candidate content run without a sandbox, under the configuration policy, an empty environment and resource limits only"
