@@ -59,8 +59,7 @@ pub struct Case {
 
 pub fn render_case(name: &str) -> Case {
     let dir = inputs().join(name);
-    let set =
-        hawser_controller::manifests::load_dir(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let set = hawser_k8s::load_dir(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
     let config_path = dir.join(CONFIG_FILE);
     let config = match fs::read_to_string(&config_path) {
         Ok(text) => RenderConfig::from_yaml(&text).unwrap_or_else(|e| panic!("{name}: {e}")),
