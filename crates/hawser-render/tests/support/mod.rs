@@ -14,8 +14,10 @@ use hawser_render::{CertificatePem, RenderConfig, Rendered, Renderer};
 /// The optional render configuration of a case, next to its manifests.
 pub const CONFIG_FILE: &str = "config.yaml";
 
+/// hawser-render's `tests/inputs/`, also from the controller's test of the
+/// gate's policy, which compiles this module too.
 pub fn inputs() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/inputs")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../hawser-render/tests/inputs")
 }
 
 /// The names of the case directories under `tests/inputs/`, sorted.
