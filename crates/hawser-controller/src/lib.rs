@@ -2,7 +2,7 @@
 //! how they reach the store.
 //!
 //! ```text
-//!  manifests directory ──manifests::load_dir──► ManifestSet { Store, problems }
+//!  manifests directory ──hawser_k8s::load_dir──► ManifestSet { Store, problems }
 //!  (cluster watchers: later)                         │
 //!                                                    └──► render loop (later)
 //!  --config FILE ──config_file::ConfigFile──► RenderConfig + validation tests
@@ -11,7 +11,7 @@
 //! ```
 //!
 //! Each source turns Kubernetes objects (k8s-openapi types) into the model's
-//! trimmed views with their `from_k8s` conversions and fills a
+//! trimmed views with hawser-k8s's `FromK8s` conversions and fills a
 //! [`hawser_model::Store`]; what a source cannot use is reported, not fatal.
 
 pub mod addresses;
@@ -22,15 +22,15 @@ pub mod gate;
 pub mod gateway_status;
 pub mod kube;
 pub mod local;
-pub mod manifests;
 pub mod metrics;
 pub mod quarantine;
+#[cfg(test)]
+mod test_store;
 mod tree;
 pub mod validation_tests;
 pub mod webhook;
 
 pub use config_file::{ConfigFile, ConfigFileError};
-pub use manifests::{ManifestError, ManifestSet, Problem, ProblemKind, load_dir};
 pub use tree::write_tree;
 pub use validation_tests::{
     Answer, TestFailure, TestOutcome, TestReport, ValidationTestError, run_validation_tests,

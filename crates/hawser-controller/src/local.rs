@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hawser_agent::{AgentHandle, Desired, Generation};
+use hawser_k8s::load_dir;
 use hawser_model::Store;
 use hawser_render::{Rendered, Renderer, Severity};
 use notify::{RecursiveMode, Watcher};
@@ -25,7 +26,6 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use crate::kube::ClusterStatus;
-use crate::manifests::load_dir;
 use crate::quarantine::{Checked, Judge, QuarantineError, Quarantined, render_checked};
 
 /// Quiet time after the last file event before re-reading: an editor's save

@@ -1,17 +1,18 @@
 //! The typed, trimmed resource store that every render reads.
 //!
 //! ```text
-//!  k8s-openapi object ──from_k8s──► trimmed view ──► Store (indexed)
-//!  (API server watch or manifests dir)               │
-//!                                                    └──► hawser-render
+//!  hawser-k8s: Kubernetes object ──FromK8s──► trimmed view ──► Store (indexed)
+//!  (API server watch or manifests dir)                          │
+//!                                                               └──► hawser-render
 //! ```
 //!
 //! Views keep only the fields templates and routing use, so a cluster's worth of
-//! objects stays small in memory. Nothing here does I/O or talks to Kubernetes:
-//! sources (the manifests directory, kube-rs watchers) convert their objects with
-//! [`Object::from_k8s`] style constructors and feed the [`Store`].
+//! objects stays small in memory. This crate is pure domain types: nothing here
+//! does I/O, and it depends on no Kubernetes crate (k8s-openapi, gateway-api,
+//! kube). The Kubernetes adapter, `hawser-k8s`, converts the API objects
+//! sources read (the manifests directory, the cluster watchers) into these
+//! views, which feed the [`Store`].
 
-mod convert;
 mod endpoints;
 mod gateway;
 mod grpc_route;
@@ -26,7 +27,6 @@ mod service;
 mod store;
 mod stream_route;
 
-pub use convert::ConvertError;
 pub use endpoints::{Endpoint, EndpointPort, EndpointSlice, SERVICE_NAME_LABEL};
 pub use gateway::{
     AllowedRoutes, CertificateRef, Gateway, GatewayAddress, GatewayClass, LabelOperator,

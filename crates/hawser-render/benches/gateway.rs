@@ -77,8 +77,7 @@ fn store(routes: usize, header: bool) -> Store {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("temp dir: {e}"));
     std::fs::write(dir.path().join("all.yaml"), manifests(routes, header))
         .unwrap_or_else(|e| panic!("write manifests: {e}"));
-    let set = hawser_controller::manifests::load_dir(dir.path())
-        .unwrap_or_else(|e| panic!("load manifests: {e}"));
+    let set = hawser_k8s::load_dir(dir.path()).unwrap_or_else(|e| panic!("load manifests: {e}"));
     assert!(set.problems.is_empty(), "{:?}", set.problems);
     set.store
 }

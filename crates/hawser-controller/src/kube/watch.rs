@@ -19,6 +19,7 @@ use ::kube::runtime::watcher::{self, Event, watcher};
 use ::kube::{Api, Client, Resource};
 use gateway_api::experimental::tcproutes as tcp;
 use gateway_api::{gatewayclasses, gateways, grpcroutes, httproutes, referencegrants, tlsroutes};
+use hawser_k8s::FromK8s;
 use hawser_model::{
     EndpointSlice, Gateway, GatewayClass, GrpcRoute, HttpRoute, Ingress, IngressClass, Kind,
     Namespace, Object, ObjectKey, ObjectRef, ReferenceGrant, Secret, Service, TcpRoute, TlsRoute,

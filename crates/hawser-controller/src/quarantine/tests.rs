@@ -46,7 +46,7 @@ spec: { ports: [{ name: http, port: 80 }] }
 "#;
 
 fn store() -> Store {
-    crate::manifests::store_of(MANIFESTS)
+    crate::test_store::store_of(MANIFESTS)
 }
 
 fn renderer() -> Renderer {
@@ -193,7 +193,7 @@ async fn leaving_objects_out_is_bounded() {
             )
         })
         .collect();
-    let store = crate::manifests::store_of(&format!("{MANIFESTS}\n---\n{services}"));
+    let store = crate::test_store::store_of(&format!("{MANIFESTS}\n---\n{services}"));
     let refused = render_checked(
         &renderer(),
         &store,
@@ -246,7 +246,7 @@ spec:
 
 #[tokio::test]
 async fn a_quarantined_route_is_not_accepted_by_its_parents() {
-    let store = crate::manifests::store_of(&format!("{MANIFESTS}\n---\n{ROUTES}"));
+    let store = crate::test_store::store_of(&format!("{MANIFESTS}\n---\n{ROUTES}"));
     let route = ObjectRef::new(Kind::HttpRoute, ObjectKey::new("team", "odd"));
     let checked = render_checked(&renderer(), &store, &[], &refusing("refuse-me"), always)
         .await

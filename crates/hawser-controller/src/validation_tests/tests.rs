@@ -58,7 +58,7 @@ spec: { ports: [{ name: http, port: 80 }] }
 "#;
 
 fn store() -> Store {
-    crate::manifests::store_of(MANIFESTS)
+    crate::test_store::store_of(MANIFESTS)
 }
 
 fn test(name: &str, status: Option<u16>, service: Option<&str>) -> ValidationTest {
@@ -280,7 +280,7 @@ spec: { ports: [{ name: http, port: 80 }] }
 fn a_failure_names_only_the_rejections_that_may_explain_it() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("site.yaml"), REJECTED).unwrap();
-    let store = crate::load_dir(dir.path()).unwrap().store;
+    let store = hawser_k8s::load_dir(dir.path()).unwrap().store;
     let rendered = Renderer::new(RenderConfig::default())
         .unwrap()
         .render(&store)

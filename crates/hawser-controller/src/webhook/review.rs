@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use hawser_crd::HawserConfigSpec;
 use hawser_haproxy::HaproxyBinary;
+use hawser_k8s::FromK8s;
 use hawser_model::{Ingress, Object, ObjectRef, Store};
 use hawser_render::{CONFIG_PATH, CertificatePem, RenderConfig, Renderer, Severity, culprit_at};
 use k8s_openapi::api::networking::v1 as networking;

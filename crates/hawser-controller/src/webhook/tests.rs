@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use hawser_k8s::FromK8s;
 use hawser_model::Store;
 use hawser_render::{RenderConfig, generate_default_certificate};
 use serde_json::{Value, json};

@@ -14,8 +14,10 @@ use hawser_render::{CertificatePem, RenderConfig, Rendered, Renderer};
 /// The optional render configuration of a case, next to its manifests.
 pub const CONFIG_FILE: &str = "config.yaml";
 
+/// hawser-render's `tests/inputs/`, also from the controller's test of the
+/// gate's policy, which compiles this module too.
 pub fn inputs() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/inputs")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../hawser-render/tests/inputs")
 }
 
 /// The names of the case directories under `tests/inputs/`, sorted.
@@ -59,8 +61,7 @@ pub struct Case {
 
 pub fn render_case(name: &str) -> Case {
     let dir = inputs().join(name);
-    let set =
-        hawser_controller::manifests::load_dir(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let set = hawser_k8s::load_dir(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
     let config_path = dir.join(CONFIG_FILE);
     let config = match fs::read_to_string(&config_path) {
         Ok(text) => RenderConfig::from_yaml(&text).unwrap_or_else(|e| panic!("{name}: {e}")),

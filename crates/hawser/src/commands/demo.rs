@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use hawser_agent::AgentHandle;
-use hawser_controller::load_dir;
 use hawser_echo::{EchoConfig, EchoServer};
+use hawser_k8s::load_dir;
 use hawser_model::{ServiceType, Store};
 use hawser_render::RenderConfig;
 

@@ -3,8 +3,9 @@
 use std::path::Path;
 
 use anyhow::Context as _;
-use hawser_controller::{ConfigFile, ManifestSet, load_dir};
+use hawser_controller::ConfigFile;
 use hawser_haproxy::ConfigPolicy;
+use hawser_k8s::{ManifestSet, load_dir};
 use hawser_render::{RenderConfig, Rendered, Renderer, Severity};
 
 use super::UsageError;

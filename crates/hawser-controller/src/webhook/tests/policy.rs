@@ -10,8 +10,8 @@ use hawser_render::Renderer;
 
 use super::*;
 use crate::gate;
-use crate::manifests::load_dir;
 use crate::webhook::review::{Candidate, review};
+use hawser_k8s::load_dir;
 
 /// The Gateway API fixture whose HTTPRoute mirrors requests (its
 /// EndpointSlices are templates the e2e test fills in: not needed here).

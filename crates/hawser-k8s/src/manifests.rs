@@ -35,18 +35,6 @@ use walkdir::{DirEntry, WalkDir};
 
 use self::parse::Entry;
 
-/// The store of one manifests file holding `yaml`, which must read without
-/// a problem (unit tests of what renders from manifests).
-#[cfg(test)]
-#[allow(clippy::unwrap_used, reason = "tests")]
-pub(crate) fn store_of(yaml: &str) -> Store {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("all.yaml"), yaml).unwrap();
-    let set = load_dir(dir.path()).unwrap();
-    assert!(set.problems.is_empty(), "{:?}", set.problems);
-    set.store
-}
-
 /// File extensions read as manifests (compared without regard to case).
 const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 
@@ -93,7 +81,7 @@ pub struct Problem {
 pub enum ProblemKind {
     /// YAML syntax, or a document whose shape does not fit its kind.
     Malformed,
-    /// Well-formed, but the model rejected it (a [`hawser_model::ConvertError`]).
+    /// Well-formed, but the model rejected it (a [`ConvertError`](crate::ConvertError)).
     Invalid,
     /// The same kind and namespace/name defined again; the first one is kept.
     Duplicate,

@@ -18,9 +18,8 @@ use gateway_api::httproutes::HttpRoute as K8sHttpRoute;
 use gateway_api::referencegrants::ReferenceGrant as K8sReferenceGrant;
 use gateway_api::tlsroutes::TlsRoute as K8sTlsRoute;
 use hawser_model::{
-    ConvertError, EndpointSlice, Gateway, GatewayClass, GrpcRoute, HttpRoute, Ingress,
-    IngressClass, Kind, Namespace, Object, ObjectKey, ObjectRef, ReferenceGrant, Secret, Service,
-    TcpRoute, TlsRoute,
+    EndpointSlice, Gateway, GatewayClass, GrpcRoute, HttpRoute, Ingress, IngressClass, Kind,
+    Namespace, Object, ObjectKey, ObjectRef, ReferenceGrant, Secret, Service, TcpRoute, TlsRoute,
 };
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
@@ -31,6 +30,7 @@ use serde_saphyr::{MessageFormatter, Spanned, UserMessageFormatter};
 
 use super::split::{Chunk, split_documents};
 use super::{Problem, ProblemKind};
+use crate::{ConvertError, FromK8s};
 
 /// What a file holds, in document order.
 #[derive(Debug)]

@@ -3,25 +3,24 @@
 //!
 //! Both sources use these: the manifests directory deserializes YAML into the
 //! k8s-openapi types, and the cluster watchers receive them from the API server.
+//! Each view implements [`FromK8s`] for the one API type it trims, so a caller
+//! writes `Ingress::from_k8s(&ingress)` with the trait in scope.
 
 mod gateway_api;
 mod routes;
 
 use std::collections::BTreeMap;
 
+use hawser_model::{
+    ANNOTATION_PREFIX, Endpoint, EndpointPort, EndpointSlice, IS_DEFAULT_CLASS_ANNOTATION, Ingress,
+    IngressBackend, IngressClass, IngressPath, IngressRule, IngressTls, Kind, ObjectKey, PathType,
+    SERVICE_NAME_LABEL, Secret, Service, ServicePort, ServicePortRef, ServiceType,
+};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::api::networking::v1 as networking;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-
-use crate::endpoints::SERVICE_NAME_LABEL;
-use crate::service::ANNOTATION_PREFIX;
-use crate::{
-    Endpoint, EndpointPort, EndpointSlice, IS_DEFAULT_CLASS_ANNOTATION, Ingress, IngressBackend,
-    IngressClass, IngressPath, IngressRule, IngressTls, Kind, ObjectKey, PathType, Secret, Service,
-    ServicePort, ServicePortRef, ServiceType,
-};
 
 /// The namespace Kubernetes puts a namespaced object in when none is given.
 const DEFAULT_NAMESPACE: &str = "default";
@@ -37,6 +36,15 @@ pub enum ConvertError {
         key: ObjectKey,
         reason: String,
     },
+}
+
+/// A trimmed view made from the Kubernetes API object it keeps the used fields of.
+pub trait FromK8s: Sized {
+    /// The k8s-openapi (or gateway-api) type the view is made from.
+    type K8s;
+
+    /// The view of `obj`, or why `obj` cannot be used.
+    fn from_k8s(obj: &Self::K8s) -> Result<Self, ConvertError>;
 }
 
 /// `metadata.name`; an empty name is as missing as an absent one (the API server
@@ -67,8 +75,10 @@ fn invalid(kind: Kind, key: &ObjectKey, reason: impl Into<String>) -> ConvertErr
     }
 }
 
-impl Ingress {
-    pub fn from_k8s(obj: &networking::Ingress) -> Result<Self, ConvertError> {
+impl FromK8s for Ingress {
+    type K8s = networking::Ingress;
+
+    fn from_k8s(obj: &networking::Ingress) -> Result<Self, ConvertError> {
         let kind = Kind::Ingress;
         let key = namespaced_key(kind, &obj.metadata)?;
         let spec = obj.spec.clone().unwrap_or_default();
@@ -157,8 +167,10 @@ fn convert_backend(b: &networking::IngressBackend) -> Result<IngressBackend, Str
     Err("backend has neither service nor resource".to_string())
 }
 
-impl IngressClass {
-    pub fn from_k8s(obj: &networking::IngressClass) -> Result<Self, ConvertError> {
+impl FromK8s for IngressClass {
+    type K8s = networking::IngressClass;
+
+    fn from_k8s(obj: &networking::IngressClass) -> Result<Self, ConvertError> {
         let kind = Kind::IngressClass;
         let name = object_name(kind, &obj.metadata)?;
         let is_default = obj
@@ -179,8 +191,10 @@ impl IngressClass {
     }
 }
 
-impl Service {
-    pub fn from_k8s(obj: &core::Service) -> Result<Self, ConvertError> {
+impl FromK8s for Service {
+    type K8s = core::Service;
+
+    fn from_k8s(obj: &core::Service) -> Result<Self, ConvertError> {
         let kind = Kind::Service;
         let key = namespaced_key(kind, &obj.metadata)?;
         let spec = obj.spec.clone().unwrap_or_default();
@@ -228,8 +242,10 @@ impl Service {
     }
 }
 
-impl EndpointSlice {
-    pub fn from_k8s(obj: &discovery::EndpointSlice) -> Result<Self, ConvertError> {
+impl FromK8s for EndpointSlice {
+    type K8s = discovery::EndpointSlice;
+
+    fn from_k8s(obj: &discovery::EndpointSlice) -> Result<Self, ConvertError> {
         let key = namespaced_key(Kind::EndpointSlice, &obj.metadata)?;
         let service_name = obj
             .metadata
@@ -275,10 +291,12 @@ impl EndpointSlice {
     }
 }
 
-impl Secret {
+impl FromK8s for Secret {
+    type K8s = core::Secret;
+
     /// Keeps `tls.crt` and `tls.key` only (from `data`, overridden by `stringData`
     /// as the API server would merge them).
-    pub fn from_k8s(obj: &core::Secret) -> Result<Self, ConvertError> {
+    fn from_k8s(obj: &core::Secret) -> Result<Self, ConvertError> {
         let key = namespaced_key(Kind::Secret, &obj.metadata)?;
         let mut data: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
         for (k, v) in obj.data.iter().flatten() {

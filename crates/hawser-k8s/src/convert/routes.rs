@@ -14,20 +14,22 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{invalid, namespaced_key};
-use crate::{
-    BackendRef, ConvertError, GATEWAY_API_GROUP, GrpcMethodMatch, GrpcRoute, GrpcRouteMatch,
-    GrpcRouteRule, HeaderModifier, HttpBackendRef, HttpFilter, HttpRoute, HttpRouteMatch,
-    HttpRouteRule, HttpTimeouts, Kind, MirrorFraction, ObjectKey, ParentRef, PathMatch,
-    PathMatchKind, PathModifier, RequestMirror, RequestRedirect, RouteMeta, StreamRouteRule,
-    TcpRoute, TlsRoute, UrlRewrite, ValueMatch, ValueMatchKind,
+use super::{ConvertError, FromK8s, invalid, namespaced_key};
+use hawser_model::{
+    BackendRef, GATEWAY_API_GROUP, GrpcMethodMatch, GrpcRoute, GrpcRouteMatch, GrpcRouteRule,
+    HeaderModifier, HttpBackendRef, HttpFilter, HttpRoute, HttpRouteMatch, HttpRouteRule,
+    HttpTimeouts, Kind, MirrorFraction, ObjectKey, ParentRef, PathMatch, PathMatchKind,
+    PathModifier, RequestMirror, RequestRedirect, RouteMeta, StreamRouteRule, TcpRoute, TlsRoute,
+    UrlRewrite, ValueMatch, ValueMatchKind,
 };
 
 /// The status code a `RequestRedirect` answers with when it names none.
 const DEFAULT_REDIRECT_STATUS: i64 = 302;
 
-impl HttpRoute {
-    pub fn from_k8s(obj: &http::HttpRoute) -> Result<Self, ConvertError> {
+impl FromK8s for HttpRoute {
+    type K8s = http::HttpRoute;
+
+    fn from_k8s(obj: &http::HttpRoute) -> Result<Self, ConvertError> {
         let kind = Kind::HttpRoute;
         let key = namespaced_key(kind, &obj.metadata)?;
         let fail = |reason: String| invalid(kind, &key, reason);
@@ -46,8 +48,10 @@ impl HttpRoute {
     }
 }
 
-impl GrpcRoute {
-    pub fn from_k8s(obj: &grpc::GrpcRoute) -> Result<Self, ConvertError> {
+impl FromK8s for GrpcRoute {
+    type K8s = grpc::GrpcRoute;
+
+    fn from_k8s(obj: &grpc::GrpcRoute) -> Result<Self, ConvertError> {
         let kind = Kind::GrpcRoute;
         let key = namespaced_key(kind, &obj.metadata)?;
         let fail = |reason: String| invalid(kind, &key, reason);
@@ -66,8 +70,10 @@ impl GrpcRoute {
     }
 }
 
-impl TlsRoute {
-    pub fn from_k8s(obj: &tls::TlsRoute) -> Result<Self, ConvertError> {
+impl FromK8s for TlsRoute {
+    type K8s = tls::TlsRoute;
+
+    fn from_k8s(obj: &tls::TlsRoute) -> Result<Self, ConvertError> {
         let kind = Kind::TlsRoute;
         let key = namespaced_key(kind, &obj.metadata)?;
         let fail = |reason: String| invalid(kind, &key, reason);
@@ -85,8 +91,10 @@ impl TlsRoute {
     }
 }
 
-impl TcpRoute {
-    pub fn from_k8s(obj: &tcp::TcpRoute) -> Result<Self, ConvertError> {
+impl FromK8s for TcpRoute {
+    type K8s = tcp::TcpRoute;
+
+    fn from_k8s(obj: &tcp::TcpRoute) -> Result<Self, ConvertError> {
         let kind = Kind::TcpRoute;
         let key = namespaced_key(kind, &obj.metadata)?;
         let fail = |reason: String| invalid(kind, &key, reason);

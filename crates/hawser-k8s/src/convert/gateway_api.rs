@@ -8,16 +8,18 @@ use gateway_api::gateways::{self as gw, GatewayListenersAllowedRoutesNamespacesF
 use gateway_api::referencegrants as grants;
 use k8s_openapi::api::core::v1 as core;
 
-use super::{invalid, namespaced_key, object_name};
-use crate::{
-    AllowedRoutes, CertificateRef, ConvertError, GATEWAY_API_GROUP, Gateway, GatewayAddress,
-    GatewayClass, GrantFrom, GrantTo, Kind, LabelOperator, LabelRequirement, LabelSelector,
-    Listener, ListenerTls, NAMESPACE_NAME_LABEL, Namespace, ReferenceGrant, RouteGroupKind,
-    RouteNamespaces, TlsMode,
+use super::{ConvertError, FromK8s, invalid, namespaced_key, object_name};
+use hawser_model::{
+    AllowedRoutes, CertificateRef, GATEWAY_API_GROUP, Gateway, GatewayAddress, GatewayClass,
+    GrantFrom, GrantTo, Kind, LabelOperator, LabelRequirement, LabelSelector, Listener,
+    ListenerTls, NAMESPACE_NAME_LABEL, Namespace, ReferenceGrant, RouteGroupKind, RouteNamespaces,
+    TlsMode,
 };
 
-impl GatewayClass {
-    pub fn from_k8s(obj: &classes::GatewayClass) -> Result<Self, ConvertError> {
+impl FromK8s for GatewayClass {
+    type K8s = classes::GatewayClass;
+
+    fn from_k8s(obj: &classes::GatewayClass) -> Result<Self, ConvertError> {
         Ok(GatewayClass {
             name: object_name(Kind::GatewayClass, &obj.metadata)?,
             controller_name: obj.spec.controller_name.clone(),
@@ -26,8 +28,10 @@ impl GatewayClass {
     }
 }
 
-impl Gateway {
-    pub fn from_k8s(obj: &gw::Gateway) -> Result<Self, ConvertError> {
+impl FromK8s for Gateway {
+    type K8s = gw::Gateway;
+
+    fn from_k8s(obj: &gw::Gateway) -> Result<Self, ConvertError> {
         let kind = Kind::Gateway;
         let key = namespaced_key(kind, &obj.metadata)?;
         let listeners = obj
@@ -134,8 +138,10 @@ fn listener(l: &gw::GatewayListeners) -> Result<Listener, String> {
     })
 }
 
-impl ReferenceGrant {
-    pub fn from_k8s(obj: &grants::ReferenceGrant) -> Result<Self, ConvertError> {
+impl FromK8s for ReferenceGrant {
+    type K8s = grants::ReferenceGrant;
+
+    fn from_k8s(obj: &grants::ReferenceGrant) -> Result<Self, ConvertError> {
         let key = namespaced_key(Kind::ReferenceGrant, &obj.metadata)?;
         Ok(ReferenceGrant {
             from: obj
@@ -163,9 +169,11 @@ impl ReferenceGrant {
     }
 }
 
-impl Namespace {
+impl FromK8s for Namespace {
+    type K8s = core::Namespace;
+
     /// Keeps the labels, adding the name label the API server always sets.
-    pub fn from_k8s(obj: &core::Namespace) -> Result<Self, ConvertError> {
+    fn from_k8s(obj: &core::Namespace) -> Result<Self, ConvertError> {
         let name = object_name(Kind::Namespace, &obj.metadata)?;
         let mut labels: BTreeMap<String, String> = obj.metadata.labels.clone().unwrap_or_default();
         labels.insert(NAMESPACE_NAME_LABEL.to_string(), name.clone());

@@ -1,9 +1,14 @@
 //! Every built-in render passes the config policy: each input case under
-//! `tests/inputs/`, judged as the gate judges it (hawser's paths from the
-//! case's own settings, the built-in Lua by its digest).
+//! hawser-render's `tests/inputs/`, judged as the gate judges it (hawser's
+//! paths from the case's own settings, the built-in Lua by its digest).
+//!
+//! It lives with the gate, which owns the policy, and reads the render
+//! crate's cases through that crate's test support, so the render crate does
+//! not depend on the controller.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, reason = "tests")]
 
+#[path = "../../hawser-render/tests/support/mod.rs"]
 mod support;
 
 use hawser_controller::gate::{check_policy, config_policy};
