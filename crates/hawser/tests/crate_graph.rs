@@ -57,6 +57,17 @@ const RULES: &[(&str, Kinds, &[&str])] = &[
         &["k8s-openapi", "gateway-api", "kube"],
     ),
     (
+        "hawser-k8s",
+        Kinds::Normal,
+        &[
+            "hawser-render",
+            "hawser-haproxy",
+            "hawser-agent",
+            "hawser-controller",
+            "hawser",
+        ],
+    ),
+    (
         "hawser-render",
         Kinds::All,
         &["hawser-controller", "hawser-agent", "hawser"],
@@ -104,13 +115,7 @@ const PENDING: &[(&str, &str)] = &[
     ("hawser-controller", "hawser-agent"),
     ("hawser-agent", "hawser-render"),
     ("hawser-agent", "hawser-model"),
-    ("hawser-agent", "k8s-openapi"),
-    ("hawser-agent", "gateway-api"),
     ("hawser-agent", "minijinja"),
-    ("hawser-model", "k8s-openapi"),
-    ("hawser-model", "gateway-api"),
-    ("hawser-render", "hawser-controller"),
-    ("hawser-render", "hawser-agent"),
 ];
 
 /// Each workspace crate's dependencies by name, with whether each is a
