@@ -1,10 +1,13 @@
-//! hawser's controller: where the objects hawser renders from come from, and
-//! how they reach the store.
+//! hawser's controller: the sources, the render cycle, the gate and the
+//! fleet that pushes each render to the agents.
 //!
 //! ```text
-//!  manifests directory ──hawser_k8s::load_dir──► ManifestSet { Store, problems }
-//!  (cluster watchers: later)                         │
-//!                                                    └──► render loop (later)
+//!  manifests directory (local::run_local) ─┐
+//!  cluster watchers (kube::run_kube) ──────┴─► RenderCycle: render ──► gate (quarantine) ──► Deliver
+//!                                                                                   │
+//!      in-process agent (hawser run) or fleet ──► agents over mutual TLS ◄──────────┘
+//!  status: gateway_status, kube::status (Ingress), kube::events, admin (/status, /metrics)
+//!  webhook: review candidates against the newest snapshot
 //!  --config FILE ──config_file::ConfigFile──► RenderConfig + validation tests
 //!  render + tests ──validation_tests::run_validation_tests──► TestReport
 //!                   (a private HAProxy, an echo backend per used Service)
