@@ -3,10 +3,10 @@
 //!
 //! ```text
 //!  manifests directory (local::run_local) ─┐
-//!  cluster watchers (kube::run_kube) ──────┴─► RenderCycle: render ──► gate (quarantine) ──► Deliver
+//!  cluster watchers (cluster::run_kube) ──────┴─► RenderCycle: render ──► gate (quarantine) ──► Deliver
 //!                                                                                   │
 //!      in-process agent (hawser run) or fleet ──► agents over mutual TLS ◄──────────┘
-//!  status: gateway_status, kube::status (Ingress), kube::events, admin (/status, /metrics)
+//!  status: gateway_status, cluster::status (Ingress), cluster::events, admin (/status, /metrics)
 //!  webhook: review candidates against the newest snapshot
 //!  --config FILE ──config_file::ConfigFile──► RenderConfig + validation tests
 //!  render + tests ──validation_tests::run_validation_tests──► TestReport
@@ -19,11 +19,11 @@
 
 pub mod addresses;
 pub mod admin;
+pub mod cluster;
 pub mod config_file;
 pub mod fleet;
 pub mod gate;
 pub mod gateway_status;
-pub mod kube;
 pub mod local;
 pub mod metrics;
 pub mod quarantine;

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! The [`RenderCycle`] is shared by every source: the cluster watchers
-//! ([`crate::kube`]) hand it their snapshots the same way.
+//! ([`crate::cluster`]) hand it their snapshots the same way.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -25,7 +25,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
-use crate::kube::ClusterStatus;
+use crate::cluster::ClusterStatus;
 use crate::quarantine::{Checked, Judge, QuarantineError, Quarantined, render_checked};
 
 /// Quiet time after the last file event before re-reading: an editor's save

@@ -7,14 +7,14 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use hawser_controller::addresses::PublishedAddresses;
-use hawser_controller::fleet::{Fleet, Snapshot};
-use hawser_controller::gate;
-use hawser_controller::kube::{
+use hawser_controller::cluster::{
     AgentDiscovery, Applied, GatewayStatusSources, KubeSourceOptions, LeaseOptions, Refusal,
     SourceConfig, discover_agents, follow_config, follow_publish_service, lead, prove_tests,
     publish_gateway_status, publish_status, report_config, report_gateway_refusals,
     report_rejections, run_kube, shared_default_certificate,
 };
+use hawser_controller::fleet::{Fleet, Snapshot};
+use hawser_controller::gate;
 use hawser_controller::local::ControllerStatus;
 use hawser_controller::quarantine::Judge;
 use hawser_controller::webhook::{WebhookState, router, serve_tls};

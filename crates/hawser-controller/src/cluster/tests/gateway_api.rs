@@ -6,7 +6,7 @@
 use ::kube::api::{Api, ApiResource, DynamicObject};
 
 use super::*;
-use crate::kube::watch::gateway_api_resource;
+use crate::cluster::watch::gateway_api_resource;
 
 pub(super) const V1: &str = "gateway.networking.k8s.io/v1";
 
@@ -342,12 +342,12 @@ fn every_gateway_api_kind_converts_from_its_untyped_object() {
             "spec": spec,
         }))
         .unwrap();
-        match crate::kube::watch::convert(kind, object) {
-            crate::kube::watch::Item::Object(object) => {
+        match crate::cluster::watch::convert(kind, object) {
+            crate::cluster::watch::Item::Object(object) => {
                 assert_eq!(object.object_ref().kind, kind);
                 assert_eq!(object.object_ref().key, ObjectKey::new("app", "x"));
             }
-            crate::kube::watch::Item::Malformed { reason, .. } => {
+            crate::cluster::watch::Item::Malformed { reason, .. } => {
                 panic!("{kind} does not convert: {reason}")
             }
         }

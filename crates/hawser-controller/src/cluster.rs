@@ -33,7 +33,6 @@
 //! Agent discovery ([`discover_agents`]) is the other use of the API:
 //! Ready pods become the fleet's agents.
 
-mod cluster;
 mod config_status;
 mod config_watch;
 mod default_certificate;
@@ -43,6 +42,7 @@ mod extra;
 mod gateway_api_status;
 mod leader;
 mod publish_service;
+mod seen;
 mod status;
 mod watch;
 
@@ -74,8 +74,8 @@ pub use leader::{LeaseOptions, lead};
 pub use publish_service::follow_publish_service;
 pub use status::{INGRESS_STATUS_RETRY, publish_status};
 
-use self::cluster::Cluster;
 use self::extra::{ExtraChange, ExtraObjects};
+use self::seen::Cluster;
 use self::watch::Message;
 use crate::local::{ControllerStatus, DEBOUNCE, Deliver, RenderCycle, SourceRead};
 use crate::quarantine::Judge;

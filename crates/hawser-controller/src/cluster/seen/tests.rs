@@ -3,7 +3,7 @@
 use hawser_model::{Ingress, IngressTls, Secret};
 
 use super::*;
-use crate::kube::watch::Item;
+use crate::cluster::watch::Item;
 
 fn scope(kind: Kind) -> Scope {
     Scope {
