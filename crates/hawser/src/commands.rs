@@ -10,6 +10,7 @@ mod input;
 mod render;
 mod run;
 mod status;
+mod tasks;
 mod test;
 mod validate;
 

@@ -25,6 +25,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use super::tasks::SHUTDOWN_GRACE;
 use super::{UsageError, input};
 use crate::cli::ControllerArgs;
 
@@ -165,9 +166,18 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
                 controller: controller_tx,
                 stop: stop_rx.clone(),
             };
+            // On a signal the loops are told to stop and given their grace
+            // (the Lease is released, the webhook closes) before the rest.
+            let run = cluster.run(args, &fleet, started);
+            tokio::pin!(run);
             tokio::select! {
-                result = cluster.run(args, &fleet, started) => result,
-                () = super::shutdown_signal() => Ok(()),
+                result = &mut run => result,
+                () = super::shutdown_signal() => {
+                    let _ = stop_tx.send(true);
+                    tokio::time::timeout(SHUTDOWN_GRACE * 2, run)
+                        .await
+                        .unwrap_or(Ok(()))
+                }
             }
         }
     };

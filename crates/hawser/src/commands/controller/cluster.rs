@@ -30,6 +30,7 @@ use tracing::{info, warn};
 
 use super::UsageError;
 use crate::cli::{ClusterArgs, ControllerArgs};
+use crate::commands::tasks::{SHUTDOWN_GRACE, Tasks};
 
 /// The cluster as this controller found it at start.
 pub struct Cluster {
@@ -124,6 +125,7 @@ impl Cluster {
             let _ = rx.wait_for(|s| *s).await;
         };
         let cluster_args = &args.cluster;
+        let mut tasks = Tasks::new(started.stop.clone());
 
         // The HawserConfig in force, and what follows from it: the renderer,
         // the watched objects, the agents. A change replaces each of them
@@ -148,56 +150,65 @@ impl Cluster {
             .map(|haproxy| Judge::gate(haproxy, gate::config_policy(&started.config)));
         let snapshots = fleet.sink().subscribe();
         if source.borrow().renderer.is_some() && !self.spec.tests.is_empty() {
-            tokio::spawn(prove_start_tests(
+            tasks.spawn_job(
+                "prove_start_tests",
+                prove_start_tests(
+                    self.client.clone(),
+                    self.namespace.clone(),
+                    cluster_args.config_name.clone(),
+                    self.spec.clone(),
+                    haproxy.clone(),
+                    snapshots.clone(),
+                ),
+            );
+        }
+        tasks.spawn(
+            "follow_config",
+            follow_config(
                 self.client.clone(),
                 self.namespace.clone(),
                 cluster_args.config_name.clone(),
                 self.spec.clone(),
-                haproxy.clone(),
-                snapshots.clone(),
-            ));
-        }
-        tokio::spawn(follow_config(
-            self.client.clone(),
-            self.namespace.clone(),
-            cluster_args.config_name.clone(),
-            self.spec.clone(),
-            move |spec| -> Applied {
-                let live = Arc::clone(&live);
-                let source_tx = Arc::clone(&source_tx);
-                let agents_tx = Arc::clone(&agents_tx);
-                let haproxy = haproxy.clone();
-                let store = newest_store(&snapshots);
-                Box::pin(async move {
-                    let config = spec
-                        .render_config()
-                        .map_err(|e| Refusal::invalid_spec(format!("HawserConfig {e}")))?;
-                    prove_tests(&config, &store, &spec.tests, haproxy.as_ref()).await?;
-                    let renderer = Renderer::new(config)
-                        .map_err(|e| Refusal::invalid_spec(e.to_string()))?
-                        .with_default_certificate(live.default_certificate.clone());
-                    let source = live
-                        .source_config(&spec, Some(Arc::new(renderer)))
-                        .map_err(|e| Refusal::invalid_spec(e.to_string()))?;
-                    source_tx.send_if_modified(|current| replace_if_new(current, source));
-                    agents_tx.send_if_modified(|current| {
-                        replace_if_new(current, live.agent_discovery(&spec))
-                    });
-                    Ok(())
-                })
-            },
-            stopped(started.stop.clone()),
-        ));
+                move |spec| -> Applied {
+                    let live = Arc::clone(&live);
+                    let source_tx = Arc::clone(&source_tx);
+                    let agents_tx = Arc::clone(&agents_tx);
+                    let haproxy = haproxy.clone();
+                    let store = newest_store(&snapshots);
+                    Box::pin(async move {
+                        let config = spec
+                            .render_config()
+                            .map_err(|e| Refusal::invalid_spec(format!("HawserConfig {e}")))?;
+                        prove_tests(&config, &store, &spec.tests, haproxy.as_ref()).await?;
+                        let renderer = Renderer::new(config)
+                            .map_err(|e| Refusal::invalid_spec(e.to_string()))?
+                            .with_default_certificate(live.default_certificate.clone());
+                        let source = live
+                            .source_config(&spec, Some(Arc::new(renderer)))
+                            .map_err(|e| Refusal::invalid_spec(e.to_string()))?;
+                        source_tx.send_if_modified(|current| replace_if_new(current, source));
+                        agents_tx.send_if_modified(|current| {
+                            replace_if_new(current, live.agent_discovery(&spec))
+                        });
+                        Ok(())
+                    })
+                },
+                stopped(started.stop.clone()),
+            ),
+        );
 
         // Agents: Ready pods matching the selector.
         let (targets_tx, targets) = watch::channel(Vec::new());
         fleet.follow_agents(targets);
-        tokio::spawn(discover_agents(
-            self.client.clone(),
-            agents,
-            targets_tx,
-            stopped(started.stop.clone()),
-        ));
+        tasks.spawn(
+            "discover_agents",
+            discover_agents(
+                self.client.clone(),
+                agents,
+                targets_tx,
+                stopped(started.stop.clone()),
+            ),
+        );
 
         // Leader election: only the leader pushes and writes status.
         let identity = cluster_args
@@ -205,61 +216,79 @@ impl Cluster {
             .clone()
             .unwrap_or_else(|| format!("hawser-controller-{}", std::process::id()));
         let leading = started.leader.subscribe();
-        tokio::spawn(lead(
-            self.client.clone(),
-            LeaseOptions::new(&self.namespace, &cluster_args.lease_name, &identity),
-            started.leader,
-            stopped(started.stop.clone()),
-        ));
+        tasks.spawn(
+            "lead",
+            lead(
+                self.client.clone(),
+                LeaseOptions::new(&self.namespace, &cluster_args.lease_name, &identity),
+                started.leader,
+                stopped(started.stop.clone()),
+            ),
+        );
 
         let snapshots = fleet.sink().subscribe();
-        tokio::spawn(report_rejections(
-            self.client.clone(),
-            identity.clone(),
-            snapshots.clone(),
-            leading.clone(),
-            stopped(started.stop.clone()),
-        ));
-        tokio::spawn(report_gateway_refusals(
-            self.client.clone(),
-            identity.clone(),
-            fleet.sink().subscribe_stores(),
-            leading.clone(),
-            stopped(started.stop.clone()),
-        ));
+        tasks.spawn(
+            "report_rejections",
+            report_rejections(
+                self.client.clone(),
+                identity.clone(),
+                snapshots.clone(),
+                leading.clone(),
+                stopped(started.stop.clone()),
+            ),
+        );
+        tasks.spawn(
+            "report_gateway_refusals",
+            report_gateway_refusals(
+                self.client.clone(),
+                identity.clone(),
+                fleet.sink().subscribe_stores(),
+                leading.clone(),
+                stopped(started.stop.clone()),
+            ),
+        );
         // The publish Service's addresses: Ingress and Gateway status alike.
         let addresses = match &cluster_args.publish_service {
             Some(service) => {
                 let key = parse_key(service, "--publish-service")?;
                 let (addresses_tx, addresses) =
                     watch::channel(PublishedAddresses::unread(key.clone()));
-                tokio::spawn(follow_publish_service(
-                    self.client.clone(),
-                    key,
-                    addresses_tx,
-                    stopped(started.stop.clone()),
-                ));
-                tokio::spawn(publish_status(
-                    self.client.clone(),
-                    addresses.clone(),
-                    snapshots.clone(),
-                    leading.clone(),
-                    stopped(started.stop.clone()),
-                ));
+                tasks.spawn(
+                    "follow_publish_service",
+                    follow_publish_service(
+                        self.client.clone(),
+                        key,
+                        addresses_tx,
+                        stopped(started.stop.clone()),
+                    ),
+                );
+                tasks.spawn(
+                    "publish_status",
+                    publish_status(
+                        self.client.clone(),
+                        addresses.clone(),
+                        snapshots.clone(),
+                        leading.clone(),
+                        stopped(started.stop.clone()),
+                    ),
+                );
                 Some(addresses)
             }
             None => None,
         };
-        tokio::spawn(publish_gateway_status(
-            self.client.clone(),
-            GatewayStatusSources {
-                stores: fleet.sink().subscribe_stores(),
-                fleet: fleet.status(),
-                addresses,
-            },
-            leading,
-            stopped(started.stop.clone()),
-        ));
+        tasks.spawn(
+            "publish_gateway_status",
+            publish_gateway_status(
+                self.client.clone(),
+                GatewayStatusSources {
+                    stores: fleet.sink().subscribe_stores(),
+                    fleet: fleet.status(),
+                    addresses,
+                },
+                leading,
+                stopped(started.stop.clone()),
+            ),
+        );
 
         if let (Some(listen), Some(dir)) =
             (cluster_args.webhook_listen, &cluster_args.webhook_tls_dir)
@@ -275,25 +304,25 @@ impl Cluster {
                 haproxy: webhook_haproxy,
             };
             info!("admission webhook on https://{listen}/validate");
-            tokio::spawn(serve_tls(
-                listener,
-                tls,
-                router(state),
-                stopped(started.stop.clone()),
-            ));
+            tasks.spawn(
+                "webhook",
+                serve_tls(listener, tls, router(state), stopped(started.stop.clone())),
+            );
         }
 
-        run_kube(
-            self.client,
-            source,
-            fleet.sink(),
-            1,
-            judge,
-            started.controller,
-            stopped(started.stop),
-        )
-        .await;
-        Ok(())
+        let result = tasks
+            .run_until(run_kube(
+                self.client,
+                source,
+                fleet.sink(),
+                1,
+                judge,
+                started.controller,
+                stopped(started.stop),
+            ))
+            .await;
+        tasks.drain(SHUTDOWN_GRACE).await;
+        Ok(result?)
     }
 }
 
