@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hawser_haproxy::{HaproxyBinary, HaproxyError, MasterCli, RuntimeApi};
-use hawser_render::{CONFIG_PATH, FileSet, Plan, culprit_at};
+use hawser_plan::{CONFIG_PATH, FileSet, Plan, culprit_at};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -32,7 +32,8 @@ use crate::process::{HaproxyLayout, ProcessError, Started, Supervisor};
 use crate::reload::Reloader;
 use crate::runtime_ops::{self, describe};
 use crate::status::{AgentStatus, ApplyKind, ApplyOutcome, Phase};
-use crate::tree::{Generation, TreeError, TreeStore, VersionName};
+use crate::tree::{TreeError, TreeStore, VersionName};
+use hawser_plan::Generation;
 
 mod stage;
 
@@ -217,8 +218,8 @@ impl Agent {
         let next_generation = tree
             .versions()?
             .last()
-            .map_or(1, |v| v.generation() + 1)
-            .max(1);
+            .map_or(Generation::new(1), |v| v.generation().next())
+            .max(Generation::new(1));
         let current = tree.current().unwrap_or(boot);
         let (files, plan) = tree.read(current)?;
         let mut core = Core {
@@ -462,13 +463,13 @@ impl Core {
         };
         match &error {
             None => info!(
-                generation = desired.generation,
+                generation = desired.generation.get(),
                 kind = ?kind,
                 ms = outcome.duration.as_millis() as u64,
                 "applied: {}",
                 outcome.summary
             ),
-            Some(e) => warn!(generation = desired.generation, "rejected: {e}"),
+            Some(e) => warn!(generation = desired.generation.get(), "rejected: {e}"),
         }
         self.status.send_modify(|s| {
             if kind == ApplyKind::Rejected {
@@ -606,7 +607,7 @@ impl Core {
                     s.worker_pid = Some(pid);
                 });
                 info!(
-                    generation = desired.generation,
+                    generation = desired.generation.get(),
                     worker = pid,
                     "reload verified"
                 );

@@ -34,4 +34,4 @@ pub use paths::AgentPaths;
 pub use process::{ExitInfo, HaproxyLayout, ProcessError, Started, StopMode, Supervisor};
 pub use reload::ReloadError;
 pub use status::{AgentStatus, ApplyKind, ApplyOutcome, Phase};
-pub use tree::{Generation, Manifest, TreeError, TreeStore, VersionName};
+pub use tree::{Manifest, TreeError, TreeStore, VersionName};
