@@ -16,15 +16,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hawser_haproxy::{HaproxyBinary, HaproxyError, MasterCli, RuntimeApi};
-use hawser_plan::{CONFIG_PATH, FileSet, Plan, culprit_at};
+use hawser_haproxy::{HaproxyBinary, MasterCli, RuntimeApi};
+use hawser_plan::{CONFIG_PATH, FileSet, Plan};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
 use crate::bootstrap::{BOOTSTRAP_GENERATION, bootstrap};
-use crate::checks::{AccountFiles, check_global};
 use crate::diff::{Decision, VersionView, decide};
 use crate::drift;
 use crate::paths::AgentPaths;
@@ -497,38 +496,16 @@ impl Core {
     ) -> Result<Option<(ApplyKind, String)>, String> {
         let version = self.stage_desired(desired)?;
         let config_text = desired.files.text(CONFIG_PATH).unwrap_or_default();
-        let with_culprit = |message: String, line: Option<usize>| {
-            let culprit = line.and_then(|l| culprit_at(config_text, u32::try_from(l).ok()?));
-            match culprit {
-                Some(culprit) => format!(
-                    "{message}\n(at haproxy.cfg line {}, from {culprit})",
-                    line.unwrap_or_default()
-                ),
-                None => message,
-            }
-        };
-        if let Err(e) = self
-            .config
+        self.config
             .haproxy
-            .check(
+            .check_staged_tree(
                 &self.config.paths.config_policy(),
-                self.tree.version_path(version),
+                &self.tree.version_path(version),
                 CONFIG_PATH,
+                config_text,
             )
             .await
-        {
-            let line = match &e {
-                HaproxyError::CheckFailed { file, line, .. }
-                    if file.as_deref().is_none_or(|f| f == CONFIG_PATH) =>
-                {
-                    line.map(|l| l as usize)
-                }
-                _ => None,
-            };
-            return Err(with_culprit(e.to_string(), line));
-        }
-        check_global(config_text, &AccountFiles::default())
-            .map_err(|e| with_culprit(e.to_string(), Some(e.line())))?;
+            .map_err(|e| e.to_string())?;
 
         let running = VersionView {
             plan: &self.running.plan,

@@ -17,7 +17,6 @@
 
 mod agent;
 mod bootstrap;
-pub mod checks;
 pub mod control;
 pub mod diff;
 mod drift;
