@@ -5,7 +5,7 @@
 //!  desired (generation, files, plan)
 //!      │
 //!      ▼
-//!  tree: stage v<gen> (fsync, MANIFEST) ──► haproxy -c in place + checks ──► decide
+//!  tree: stage v<gen> (fsync, MANIFEST) ──► check_staged_tree in place ──► decide
 //!      │                                                                       │
 //!      │   runtime: publish current → v<gen>, then runtime API operations ◄────┤
 //!      │   reload:  publish, save server state, paced reload, verify ◄─────────┘
@@ -14,6 +14,11 @@
 //! ```
 //!
 //! The invariants this crate holds are listed in `docs/agent.md`.
+//!
+//! It reads versions through the contract (`hawser-plan`: plan, file set,
+//! generation, digest, plan formats) and validates them with
+//! `hawser-haproxy`. It must not depend on the renderer, the model or any
+//! Kubernetes crate: an agent runs what it is sent, it never renders.
 
 mod agent;
 mod bootstrap;

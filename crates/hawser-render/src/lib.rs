@@ -16,7 +16,9 @@
 //!
 //! The [`Plan`] states the render's structure (backends, servers, maps,
 //! certificates, crt-lists) so the agent can decide between runtime changes and
-//! a reload without parsing HAProxy text.
+//! a reload without parsing HAProxy text. The plan, the file set and the tree
+//! paths are the contract's (`hawser-plan`), re-exported here; this crate
+//! must not depend on a Kubernetes client, sockets or the agent.
 
 mod backends;
 mod config;
