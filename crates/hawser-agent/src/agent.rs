@@ -16,15 +16,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hawser_haproxy::{HaproxyBinary, HaproxyError, MasterCli, RuntimeApi};
-use hawser_render::{CONFIG_PATH, FileSet, Plan, culprit_at};
+use hawser_haproxy::{HaproxyBinary, MasterCli, RuntimeApi};
+use hawser_plan::{CONFIG_PATH, FileSet, Plan};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{info, warn};
 
 use crate::bootstrap::{BOOTSTRAP_GENERATION, bootstrap};
-use crate::checks::{AccountFiles, check_global};
 use crate::diff::{Decision, VersionView, decide};
 use crate::drift;
 use crate::paths::AgentPaths;
@@ -32,7 +31,8 @@ use crate::process::{HaproxyLayout, ProcessError, Started, Supervisor};
 use crate::reload::Reloader;
 use crate::runtime_ops::{self, describe};
 use crate::status::{AgentStatus, ApplyKind, ApplyOutcome, Phase};
-use crate::tree::{Generation, TreeError, TreeStore, VersionName};
+use crate::tree::{TreeError, TreeStore, VersionName};
+use hawser_plan::Generation;
 
 mod stage;
 
@@ -217,8 +217,8 @@ impl Agent {
         let next_generation = tree
             .versions()?
             .last()
-            .map_or(1, |v| v.generation() + 1)
-            .max(1);
+            .map_or(Generation::new(1), |v| v.generation().next())
+            .max(Generation::new(1));
         let current = tree.current().unwrap_or(boot);
         let (files, plan) = tree.read(current)?;
         let mut core = Core {
@@ -462,13 +462,13 @@ impl Core {
         };
         match &error {
             None => info!(
-                generation = desired.generation,
+                generation = desired.generation.get(),
                 kind = ?kind,
                 ms = outcome.duration.as_millis() as u64,
                 "applied: {}",
                 outcome.summary
             ),
-            Some(e) => warn!(generation = desired.generation, "rejected: {e}"),
+            Some(e) => warn!(generation = desired.generation.get(), "rejected: {e}"),
         }
         self.status.send_modify(|s| {
             if kind == ApplyKind::Rejected {
@@ -496,38 +496,16 @@ impl Core {
     ) -> Result<Option<(ApplyKind, String)>, String> {
         let version = self.stage_desired(desired)?;
         let config_text = desired.files.text(CONFIG_PATH).unwrap_or_default();
-        let with_culprit = |message: String, line: Option<usize>| {
-            let culprit = line.and_then(|l| culprit_at(config_text, u32::try_from(l).ok()?));
-            match culprit {
-                Some(culprit) => format!(
-                    "{message}\n(at haproxy.cfg line {}, from {culprit})",
-                    line.unwrap_or_default()
-                ),
-                None => message,
-            }
-        };
-        if let Err(e) = self
-            .config
+        self.config
             .haproxy
-            .check(
+            .check_staged_tree(
                 &self.config.paths.config_policy(),
-                self.tree.version_path(version),
+                &self.tree.version_path(version),
                 CONFIG_PATH,
+                config_text,
             )
             .await
-        {
-            let line = match &e {
-                HaproxyError::CheckFailed { file, line, .. }
-                    if file.as_deref().is_none_or(|f| f == CONFIG_PATH) =>
-                {
-                    line.map(|l| l as usize)
-                }
-                _ => None,
-            };
-            return Err(with_culprit(e.to_string(), line));
-        }
-        check_global(config_text, &AccountFiles::default())
-            .map_err(|e| with_culprit(e.to_string(), Some(e.line())))?;
+            .map_err(|e| e.to_string())?;
 
         let running = VersionView {
             plan: &self.running.plan,
@@ -606,7 +584,7 @@ impl Core {
                     s.worker_pid = Some(pid);
                 });
                 info!(
-                    generation = desired.generation,
+                    generation = desired.generation.get(),
                     worker = pid,
                     "reload verified"
                 );

@@ -4,12 +4,12 @@
 
 use std::net::SocketAddr;
 
-use hawser_render::{FileKind, FileSet, Plan};
+use hawser_plan::{FileKind, FileSet, Generation, Plan};
 
 use crate::paths::AgentPaths;
 
 /// Generation 0 is always the bootstrap configuration.
-pub const BOOTSTRAP_GENERATION: u64 = 0;
+pub const BOOTSTRAP_GENERATION: Generation = Generation::BOOTSTRAP;
 
 pub fn bootstrap(paths: &AgentPaths, health: Option<SocketAddr>) -> (FileSet, Plan) {
     let mut config = format!(

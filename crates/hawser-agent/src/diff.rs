@@ -16,7 +16,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hawser_render::{BackendPlan, CrtListEntry, FileKind, FileSet, Plan, ServerPlan, ServerState};
+use hawser_plan::{BackendPlan, CrtListEntry, FileKind, FileSet, Plan, ServerPlan, ServerState};
 
 /// One version as the diff sees it.
 #[derive(Debug, Clone, Copy)]

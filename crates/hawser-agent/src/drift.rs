@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use hawser_haproxy::{RuntimeApi, ServerState as LiveServer, SocketError};
-use hawser_render::{FileSet, Plan, ServerState};
+use hawser_plan::{FileSet, Plan, ServerState};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use sha1::{Digest, Sha1};

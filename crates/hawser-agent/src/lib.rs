@@ -5,7 +5,7 @@
 //!  desired (generation, files, plan)
 //!      │
 //!      ▼
-//!  tree: stage v<gen> (fsync, MANIFEST) ──► haproxy -c in place + checks ──► decide
+//!  tree: stage v<gen> (fsync, MANIFEST) ──► check_staged_tree in place ──► decide
 //!      │                                                                       │
 //!      │   runtime: publish current → v<gen>, then runtime API operations ◄────┤
 //!      │   reload:  publish, save server state, paced reload, verify ◄─────────┘
@@ -14,10 +14,14 @@
 //! ```
 //!
 //! The invariants this crate holds are listed in `docs/agent.md`.
+//!
+//! It reads versions through the contract (`hawser-plan`: plan, file set,
+//! generation, digest, plan formats) and validates them with
+//! `hawser-haproxy`. It must not depend on the renderer, the model or any
+//! Kubernetes crate: an agent runs what it is sent, it never renders.
 
 mod agent;
 mod bootstrap;
-pub mod checks;
 pub mod control;
 pub mod diff;
 mod drift;
@@ -34,4 +38,4 @@ pub use paths::AgentPaths;
 pub use process::{ExitInfo, HaproxyLayout, ProcessError, Started, StopMode, Supervisor};
 pub use reload::ReloadError;
 pub use status::{AgentStatus, ApplyKind, ApplyOutcome, Phase};
-pub use tree::{Generation, Manifest, TreeError, TreeStore, VersionName};
+pub use tree::{Manifest, TreeError, TreeStore, VersionName};

@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 
 use hawser_haproxy::ConfigPolicy;
-use hawser_render::{builtin_lua_digests, culprit_at};
+use hawser_plan::{builtin_lua_digests, culprit_at};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentPaths {

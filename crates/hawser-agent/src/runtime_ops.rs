@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use hawser_haproxy::{AdminState, RuntimeApi, SocketError, WaitOutcome};
-use hawser_render::{FileSet, Plan, ServerPlan, ServerState};
+use hawser_plan::{FileSet, Plan, ServerPlan, ServerState};
 
 use crate::diff::RuntimeOp;
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::tree::Generation;
+use hawser_plan::Generation;
 
 /// The agent's lifecycle, published on a watch channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -25,15 +25,11 @@ use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, symlink};
 use std::path::{Component, Path, PathBuf};
 
-use hawser_render::{FileKind, FileSet, Plan};
-use sha2::{Digest, Sha256};
+use hawser_plan::{FileKind, FileSet, Generation, Plan, digest};
 
 use self::staging::StagingDir;
 
 mod staging;
-
-/// A render's sequence number. Versions are ordered by it.
-pub type Generation = u64;
 
 const MANIFEST: &str = "MANIFEST";
 /// The version's plan, as JSON: what the agent knows HAProxy runs after a restart.
@@ -212,11 +208,6 @@ impl Manifest {
     }
 }
 
-/// Lowercase hex SHA-256.
-pub fn digest(content: &[u8]) -> String {
-    hex::encode(Sha256::digest(content))
-}
-
 /// The versioned trees under one base directory.
 #[derive(Debug, Clone)]
 pub struct TreeStore {
@@ -262,11 +253,11 @@ impl TreeStore {
     /// On any error nothing of the new version is left on disk.
     pub fn stage(
         &self,
-        generation: Generation,
+        generation: impl Into<Generation>,
         files: &FileSet,
         plan: &Plan,
     ) -> Result<VersionName, TreeError> {
-        self.stage_files(generation, files, plan)
+        self.stage_files(generation.into(), files, plan)
             .map_err(|e| e.full_in(&self.base))
     }
 

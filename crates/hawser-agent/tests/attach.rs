@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use hawser_agent::{Agent, AgentConfig, AgentPaths, ApplyKind, Desired, HaproxyMode};
 use hawser_haproxy::{HAPROXY_ENV, HaproxyBinary};
-use hawser_render::{FileKind, FileSet, Plan};
+use hawser_plan::{FileKind, FileSet, Generation, Plan};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
@@ -39,7 +39,7 @@ fn free_port() -> u16 {
 }
 
 /// A rendered version answering `body` on `port`.
-fn version(paths: &AgentPaths, generation: u64, port: u16, body: &str) -> Desired {
+fn version(paths: &AgentPaths, generation: Generation, port: u16, body: &str) -> Desired {
     let config = format!(
         "global\n  stats socket {} mode 600 level admin\n\
          defaults\n  mode http\n  timeout connect 1s\n  timeout client 5s\n  timeout server 5s\n\

@@ -25,6 +25,7 @@ use hawser_controller::cluster::{KubeSourceOptions, SourceConfig, run_kube};
 use hawser_controller::local::{ControllerStatus, Deliver};
 use hawser_fake_api::FakeApi;
 use hawser_model::Store;
+use hawser_plan::Generation;
 use hawser_render::{RenderConfig, Rendered, Renderer};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
@@ -79,7 +80,7 @@ fn fill(fake: &FakeApi, ingresses: usize) {
 struct FirstRender(mpsc::UnboundedSender<usize>);
 
 impl Deliver for FirstRender {
-    fn deliver(&self, _: u64, store: &Arc<Store>, _: &Rendered) {
+    fn deliver(&self, _: Generation, store: &Arc<Store>, _: &Rendered) {
         let _ = self.0.send(store.len());
     }
 }
@@ -97,7 +98,7 @@ async fn first_render(client: kube::Client, renderer: Arc<Renderer>) -> usize {
         client,
         config,
         FirstRender(tx),
-        1,
+        Generation::new(1),
         None,
         status,
         async {

@@ -50,7 +50,7 @@ impl AdminState {
         let fleet_ready = self.fleet.as_ref().is_none_or(|f| {
             let generation = self.controller.borrow().generation;
             let fleet = f.borrow();
-            generation.is_some_and(|g| fleet.epoch.is_none() || fleet.converged_at(g))
+            generation.is_some_and(|g| fleet.epoch.is_none() || fleet.converged_at(g.get()))
         });
         agent_ready && fleet_ready
     }
@@ -60,8 +60,8 @@ impl AdminState {
 #[derive(Debug, Serialize)]
 pub struct StatusDocument {
     pub ready: bool,
-    pub desired_generation: Option<u64>,
-    pub applied_generation: Option<u64>,
+    pub desired_generation: Option<hawser_plan::Generation>,
+    pub applied_generation: Option<hawser_plan::Generation>,
     pub last_error: Option<String>,
     pub reloads: u64,
     pub controller: ControllerStatus,

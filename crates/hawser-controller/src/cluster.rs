@@ -54,9 +54,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ::kube::Client;
-use hawser_agent::Generation;
 use hawser_crd::ExtraResource;
 use hawser_model::{Kind, ObjectKey};
+use hawser_plan::Generation;
 use hawser_render::Renderer;
 use serde::Serialize;
 use tokio::sync::{mpsc, watch as channel};

@@ -39,6 +39,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use hawser_model::{Kind, ObjectKey, ObjectRef, Store};
+use hawser_plan::Generation;
 use hawser_render::{CertificatePem, RenderConfig, Severity};
 use rustls_pki_types::CertificateDer;
 use serde::Serialize;
@@ -286,9 +287,14 @@ pub struct FleetSink(
 );
 
 impl Deliver for FleetSink {
-    fn deliver(&self, generation: u64, store: &Arc<Store>, rendered: &hawser_render::Rendered) {
+    fn deliver(
+        &self,
+        generation: Generation,
+        store: &Arc<Store>,
+        rendered: &hawser_render::Rendered,
+    ) {
         self.0.send_replace(Some(Arc::new(Snapshot {
-            generation,
+            generation: generation.get(),
             store: Arc::clone(store),
             config: Arc::clone(&rendered.config),
             served: Arc::new(served_ingresses(store, rendered)),
@@ -303,9 +309,14 @@ impl Deliver for FleetSink {
         })));
     }
 
-    fn rendered(&self, generation: u64, store: &Arc<Store>, rendered: &hawser_render::Rendered) {
+    fn rendered(
+        &self,
+        generation: Generation,
+        store: &Arc<Store>,
+        rendered: &hawser_render::Rendered,
+    ) {
         self.1
-            .send_replace(Some(RenderedStore::of(generation, store, rendered)));
+            .send_replace(Some(RenderedStore::of(generation.get(), store, rendered)));
     }
 }
 

@@ -1,14 +1,19 @@
 //! The validation gate: a render is checked by the real HAProxy, in a tree
-//! laid out exactly as the agent will lay it out, before anyone serves it, and
-//! by the agent's own checks of what `haproxy -c` lets through.
+//! laid out exactly as the agent will lay it out, before anyone serves it,
+//! with the same validation the agent runs
+//! (`hawser_haproxy::HaproxyBinary::check_staged_tree`: the config policy,
+//! `haproxy -c`, and the checks of what `haproxy -c` lets through).
 //!
 //! When HAProxy refuses the configuration, the gate names what is at fault:
 //! templates mark each generated section with `# from: <object>` and each
 //! snippet with `# snippet: <name>`, and the nearest such mark above the line
 //! HAProxy complains about is the culprit.
-use hawser_agent::checks::{AccountFiles, CheckError, check_global};
-use hawser_haproxy::{CheckReport, ConfigPolicy, HaproxyBinary, HaproxyError, PolicyError};
-use hawser_render::{CONFIG_PATH, FileSet, RenderConfig, builtin_lua_digests, culprit_at};
+use hawser_haproxy::{
+    CheckError, CheckReport, ConfigPolicy, HaproxyBinary, HaproxyError, PolicyError,
+    StagedTreeError,
+};
+use hawser_plan::{CONFIG_PATH, FileSet, builtin_lua_digests, culprit_at};
+use hawser_render::RenderConfig;
 
 use crate::tree::write_tree;
 
@@ -33,6 +38,28 @@ pub enum GateError {
         error: CheckError,
         culprit: Option<String>,
     },
+}
+
+impl From<StagedTreeError> for GateError {
+    fn from(error: StagedTreeError) -> Self {
+        match error {
+            StagedTreeError::Refused(refused) => GateError::Refused(refused),
+            StagedTreeError::Rejected {
+                output,
+                line,
+                culprit,
+                ..
+            } => GateError::Rejected {
+                output,
+                line,
+                culprit,
+            },
+            StagedTreeError::Unrunnable { error, culprit } => {
+                GateError::Unrunnable { error, culprit }
+            }
+            StagedTreeError::Unjudged(error) => GateError::Haproxy(error),
+        }
+    }
 }
 
 fn culprit_suffix(line: &Option<u32>, culprit: &Option<String>) -> String {
@@ -93,29 +120,8 @@ pub async fn check(
         .map_err(GateError::Stage)?;
     let dir = temp.path();
     write_tree(files, dir).map_err(GateError::Stage)?;
-    match haproxy.check(policy, dir, CONFIG_PATH).await {
-        Ok(report) => {
-            let config = files.text(CONFIG_PATH).unwrap_or_default();
-            check_global(config, &AccountFiles::default()).map_err(|error| {
-                let culprit = culprit_at(config, error.line() as u32);
-                GateError::Unrunnable { error, culprit }
-            })?;
-            Ok(report)
-        }
-        Err(HaproxyError::CheckFailed { output, file, line }) => {
-            let in_config = file.as_deref().is_none_or(|f| f == CONFIG_PATH);
-            let culprit = line.filter(|_| in_config).and_then(|line| {
-                files
-                    .text(CONFIG_PATH)
-                    .and_then(|cfg| culprit_at(cfg, line))
-            });
-            Err(GateError::Rejected {
-                output,
-                line,
-                culprit,
-            })
-        }
-        Err(HaproxyError::Refused(refused)) => Err(GateError::Refused(refused)),
-        Err(other) => Err(GateError::Haproxy(other)),
-    }
+    let config = files.text(CONFIG_PATH).unwrap_or_default();
+    Ok(haproxy
+        .check_staged_tree(policy, dir, CONFIG_PATH, config)
+        .await?)
 }

@@ -15,9 +15,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hawser_agent::{AgentHandle, Desired, Generation};
+use hawser_agent::{AgentHandle, Desired};
 use hawser_k8s::load_dir;
 use hawser_model::Store;
+use hawser_plan::Generation;
 use hawser_render::{Rendered, Renderer, Severity};
 use notify::{RecursiveMode, Watcher};
 use serde::Serialize;
@@ -318,13 +319,17 @@ impl RenderCycle {
             None
         } else {
             let generation = self.next_generation;
-            self.next_generation += 1;
-            info!(generation, "rendered: {} objects", store.len());
+            self.next_generation = generation.next();
+            info!(
+                generation = generation.get(),
+                "rendered: {} objects",
+                store.len()
+            );
             sink.deliver(generation, &store, &rendered);
             Some(generation)
         };
         // A render equal to the last is that generation's configuration.
-        let carried_by = generation.unwrap_or(self.next_generation.saturating_sub(1));
+        let carried_by = generation.unwrap_or(self.next_generation.previous());
         sink.rendered(carried_by, &store, &rendered);
         if generation.is_some() {
             self.last = Some(rendered);

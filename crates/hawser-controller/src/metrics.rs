@@ -380,7 +380,7 @@ impl Metrics {
             .inc_by(new.drift_repairs.saturating_sub(old.drift_repairs));
         self.haproxy_restarts
             .inc_by(new.haproxy_restarts.saturating_sub(old.haproxy_restarts));
-        let generation = new.applied_generation.unwrap_or_default();
+        let generation = new.applied_generation.unwrap_or_default().get();
         self.applied_generation
             .set(i64::try_from(generation).unwrap_or(i64::MAX));
         self.ready.set(i64::from(new.is_ready()));

@@ -89,7 +89,7 @@ impl HaproxyError {
 }
 
 /// ` at haproxy.cfg:42`, ` in haproxy.cfg`, or nothing.
-fn location(file: Option<&str>, line: Option<u32>) -> String {
+pub(crate) fn location(file: Option<&str>, line: Option<u32>) -> String {
     match (file, line) {
         (Some(file), Some(line)) => format!(" at {file}:{line}"),
         (Some(file), None) => format!(" in {file}"),

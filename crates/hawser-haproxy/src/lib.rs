@@ -11,6 +11,15 @@
 //!                               haproxy -c -C <tree> -f <config>
 //! ```
 //!
+//! [`HaproxyBinary::check_staged_tree`] is the one validation of a staged tree
+//! the controller's gate and the agent both run: the config policy, `haproxy
+//! -c` in its sandbox, then the checks `-c` does not make ([`check_global`]),
+//! with the line at fault blamed on its culprit ([`StagedTreeError`]).
+//!
+//! This crate knows HAProxy, not what hawser renders: it must not depend on
+//! templates, the plan or any Kubernetes crate. The culprit comes from a
+//! [`CulpritNamer`] the caller gives the policy.
+//!
 //! The check runs with `-C <tree>` so relative paths in the configuration
 //! (`maps/hosts.map`, `certs/`) resolve inside the staged tree exactly as they
 //! will when HAProxy loads it for real.
@@ -27,6 +36,7 @@
 
 mod binary;
 mod check;
+mod checks;
 mod cli;
 mod error;
 mod master;
@@ -34,10 +44,12 @@ mod policy;
 mod runtime;
 pub mod sandbox;
 mod socket_error;
+mod staged;
 mod version;
 
 pub use binary::{DEFAULT_CHECK_TIMEOUT, HAPROXY_ENV, HaproxyBinary};
 pub use check::CheckReport;
+pub use checks::{AccountFiles, CheckError, check_global};
 pub use cli::DEFAULT_COMMAND_TIMEOUT;
 pub use error::HaproxyError;
 pub use master::{DEFAULT_RELOAD_TIMEOUT, MasterCli, Proc, ProcTable, ReloadReply};
@@ -49,4 +61,5 @@ pub use runtime::{
     SslCertDetails, SslCertList, WaitOutcome,
 };
 pub use socket_error::SocketError;
+pub use staged::StagedTreeError;
 pub use version::Version;

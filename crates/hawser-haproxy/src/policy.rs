@@ -165,6 +165,12 @@ impl ConfigPolicy {
         })))
     }
 
+    /// What the culprit namer says line `line` of `config` came from (the
+    /// render's marks only, without the overridden templates).
+    pub fn marked_culprit(&self, config: &str, line: u32) -> Option<String> {
+        self.namer.and_then(|namer| namer(config, line))
+    }
+
     fn culprit(&self, config: &[u8], line: u32) -> Option<String> {
         let namer = self.namer?;
         namer(&String::from_utf8_lossy(config), line).or_else(|| {

@@ -1,7 +1,7 @@
 //! The controller↔agent contract and its transport.
 //!
 //! ```text
-//!  controller ──Apply(epoch, expected, generation, files by digest, blobs)──► agent
+//!  controller ──Apply(epoch, expected, generation, files by digest, plan_format, blobs)──► agent
 //!             ◄─ApplyResponse(outcome, HAProxy's words | missing digests)──
 //!             ◄─WatchState: State on every change (generation, digests, last result)─
 //! ```
@@ -9,7 +9,9 @@
 //! The messages live in `proto/agent.proto` (compiled by protox, so no
 //! `protoc` binary is needed). [`transport`] carries them over TLS 1.3 only,
 //! both sides authenticated: there is no plaintext path at all.
-//! `docs/agent-protocol.md` describes the exchange.
+//! `docs/agent-protocol.md` describes the exchange. The plan is a blob whose
+//! encoding `hawser-plan` owns and numbers (`plan_format`); this crate
+//! carries it without knowing it.
 
 pub mod transport;
 

@@ -11,9 +11,9 @@ use hawser_model::{
     Kind, ObjectKey, ObjectRef, Service, ServicePort, ServicePortRef, ServiceType, Store,
 };
 
-use crate::plan::{BackendMode, BackendPlan, ServerPlan, ServerState};
 use crate::report::Diagnostics;
 use crate::validate;
+use hawser_plan::{BackendMode, BackendPlan, ServerPlan, ServerState};
 
 /// The annotation that picks a Service's balance algorithm.
 pub const BALANCE_ANNOTATION: &str = "hawser.dev/balance";
@@ -64,19 +64,6 @@ impl BackendKey {
             "Service {}/{} port {}",
             self.namespace, self.service, self.port
         )
-    }
-}
-
-impl BackendPlan {
-    /// Whether this backend serves a port of Service `namespace/service`
-    /// (its name is [`BackendKey::name`]'s).
-    pub fn serves_service(&self, namespace: &str, service: &str) -> bool {
-        self.name
-            .strip_prefix("be_")
-            .and_then(|rest| rest.strip_prefix(namespace))
-            .and_then(|rest| rest.strip_prefix('_'))
-            .and_then(|rest| rest.strip_prefix(service))
-            .is_some_and(|rest| rest.starts_with('_'))
     }
 }
 

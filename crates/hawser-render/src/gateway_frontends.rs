@@ -73,7 +73,7 @@ pub(crate) struct GatewayView {
     /// The gateway map, when a frontend serves a Gateway listener; the
     /// render takes it into the plan.
     #[serde(skip)]
-    pub map_plan: Option<crate::plan::MapPlan>,
+    pub map_plan: Option<hawser_plan::MapPlan>,
     /// Listeners on other ports, one frontend per port, by port.
     pub frontends: Vec<FrontendView>,
     /// Service ports GRPCRoutes send to, with the first route that asked:

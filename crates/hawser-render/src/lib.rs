@@ -16,34 +16,29 @@
 //!
 //! The [`Plan`] states the render's structure (backends, servers, maps,
 //! certificates, crt-lists) so the agent can decide between runtime changes and
-//! a reload without parsing HAProxy text.
+//! a reload without parsing HAProxy text. The plan, the file set and the tree
+//! paths are the contract's (`hawser-plan`), re-exported here; this crate
+//! must not depend on a Kubernetes client, sockets or the agent.
 
 mod backends;
-mod builtin_lua;
 mod config;
-mod culprit;
 mod engine;
 mod fault;
-mod files;
 mod gateway;
 mod gateway_frontends;
 mod ingress;
 mod library;
-mod plan;
 mod render;
 mod report;
 mod tls;
 pub mod validate;
 
 pub use backends::{BALANCE_ANNOTATION, BackendKey, TIMEOUT_SERVER_ANNOTATION};
-pub use builtin_lua::builtin_lua_digests;
 pub use config::{
     AGENT_SETTINGS, ConfigError, INGRESS_CONTROLLER, RenderConfig, Settings, TemplateConfig,
     Timeouts,
 };
-pub use culprit::culprit_at;
 pub use fault::{Fault, fault_of};
-pub use files::{FileKind, FileSet, RenderedFile};
 pub use gateway::{
     BackendTarget, ClassStatus, Condition, ConditionStatus, FilterEntry, GATEWAY_CONTROLLER,
     GatewayEntry, GatewayObjectStatus, GatewayRouting, GatewayStatus, GatewayTable, GrpcRuleEntry,
@@ -51,11 +46,14 @@ pub use gateway::{
     RouteParentStatus, RouteStatus, TcpRouteEntry, TlsRouteEntry, WeightedBackend, condition,
     gateway_routing,
 };
-pub use library::{ENTRY_TEMPLATE, EXTENSION_POINTS, LIBRARY};
-pub use plan::{
-    BackendMode, BackendPlan, CertificatePlan, CrtListEntry, CrtListPlan, MapEntry, MapPlan,
-    MatchKind, Plan, ServerPlan, ServerState,
+/// The contract types a render produces, re-exported so render's users
+/// need not name `hawser_plan` for them.
+pub use hawser_plan::{
+    BackendMode, BackendPlan, CertificatePlan, CrtListEntry, CrtListPlan, FileKind, FileSet,
+    MapEntry, MapPlan, MatchKind, Plan, RenderedFile, ServerPlan, ServerState, builtin_lua_digests,
+    culprit_at,
 };
+pub use library::{ENTRY_TEMPLATE, EXTENSION_POINTS, LIBRARY};
 pub use render::{
     CONFIG_PATH, NOT_FOUND_BACKEND, ROUTE_KEY_END, ROUTES_MAP_PATH, RenderError, Rendered, Renderer,
 };

@@ -13,14 +13,12 @@ use crate::gateway::{self, GatewayStatus, GatewayTable};
 use crate::gateway_frontends::{self, GatewayView};
 use crate::ingress::{self, RouteTable, Target, TlsUse};
 use crate::library::ENTRY_TEMPLATE;
-use crate::plan::{BackendMode, BackendPlan, MapEntry, MapPlan, Plan};
 use crate::report::{Diagnostic, Diagnostics};
 use crate::tls::{self, CertificatePem};
-use crate::{FileKind, FileSet, backends, engine};
+use crate::{backends, engine};
+use hawser_plan::{BackendMode, BackendPlan, FileKind, FileSet, MapEntry, MapPlan, Plan};
+pub use hawser_plan::{CONFIG_PATH, ROUTES_MAP_PATH};
 
-pub const CONFIG_PATH: &str = "haproxy.cfg";
-/// The one routing map: `<host><path>` → backend, matched with `map_beg`.
-pub const ROUTES_MAP_PATH: &str = "maps/routes.map";
 /// Ends an exact route's key, and every lookup key. It cannot occur in a
 /// route's path (validated) and requests holding it are refused, so an exact
 /// key matches only the whole path, while a prefix key (`<host><prefix>/`)

@@ -17,12 +17,9 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::ingress::TlsUse;
-use crate::plan::{CertificatePlan, CrtListEntry, CrtListPlan};
 use crate::report::Diagnostics;
-use crate::{FileKind, FileSet};
-
-pub const CRT_LIST_PATH: &str = "certs/crt-list.txt";
-pub const DEFAULT_CERT_PATH: &str = "certs/default.pem";
+pub use hawser_plan::{CRT_LIST_PATH, DEFAULT_CERT_PATH};
+use hawser_plan::{CertificatePlan, CrtListEntry, CrtListPlan, FileKind, FileSet};
 
 /// A certificate chain and its key, checked to belong together, as one PEM.
 #[derive(Clone, PartialEq, Eq)]

@@ -230,6 +230,71 @@ async fn direct_client(pki: &Pki, agent: &AgentProc) -> AgentClient<tonic::trans
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_in_a_format_the_agent_does_not_read_is_refused_naming_both() {
+    let fleet = start_fleet(1, &[]);
+    let agent = &fleet.agents[0];
+    let leader = fleet.controller(&["--epoch", "5"]);
+    leader.wait_converged().await;
+    drop(leader);
+    let before = agent.state();
+
+    // A hand-made push from the current leader epoch, whole, in a plan
+    // format from the future.
+    let mut client = direct_client(&fleet.pki, agent).await;
+    let state = client
+        .get_state(v1::StateRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let digest = |c: &[u8]| {
+        use sha2::Digest as _;
+        hex::encode(sha2::Sha256::digest(c))
+    };
+    let config = b"global\n".to_vec();
+    let plan = b"a plan in format 99".to_vec();
+    let response = client
+        .apply(v1::ApplyRequest {
+            epoch: 5,
+            expected_generation: state.desired_generation,
+            generation: state.desired_generation + 1,
+            files: vec![v1::FileEntry {
+                path: "haproxy.cfg".into(),
+                digest: digest(&config),
+                kind: "config".into(),
+            }],
+            plan_digest: digest(&plan),
+            blobs: vec![
+                v1::Blob {
+                    digest: digest(&config),
+                    content: config.clone(),
+                },
+                v1::Blob {
+                    digest: digest(&plan),
+                    content: plan.clone(),
+                },
+            ],
+            controller: "from the future".into(),
+            plan_format: 99,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let result = response.result.unwrap();
+    assert_eq!(result.outcome(), v1::Outcome::Rejected, "{result:?}");
+    assert!(
+        result
+            .message
+            .contains("plan format 99 is not one this agent reads (it reads format 1)"),
+        "{result:?}"
+    );
+    let after = agent.state();
+    for field in ["desiredGeneration", "appliedGeneration", "planDigest"] {
+        assert_eq!(before[field], after[field], "{field} changed: {after:#}");
+    }
+    agent.expect_status_eventually(HOST, "/app/x", 200).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_epoch_push_is_refused_and_changes_nothing() {
     let fleet = start_fleet(1, &[]);
     let agent = &fleet.agents[0];
@@ -277,6 +342,7 @@ async fn a_stale_epoch_push_is_refused_and_changes_nothing() {
                 },
             ],
             controller: "deposed".into(),
+            plan_format: 1,
         })
         .await
         .unwrap()
@@ -298,6 +364,7 @@ async fn a_stale_epoch_push_is_refused_and_changes_nothing() {
             plan_digest: digest(&plan),
             blobs: Vec::new(),
             controller: "confused".into(),
+            plan_format: 1,
         })
         .await
         .unwrap()

@@ -1,14 +1,13 @@
 //! The version the agent holds (the newest accepted by Apply, or the one it
 //! serves after a restart), kept by content digest, so an Apply need only
-//! carry the files the agent lacks.
+//! carry the files the agent lacks. The plan is one more blob, in the
+//! contract's wire format (`hawser_plan::PLAN_FORMAT`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use hawser_plan::{FileKind, FileSet, Plan, PlanFormatError, decode, digest, encode};
 use hawser_proto::v1;
-use hawser_render::{FileKind, FileSet, Plan};
-
-use crate::tree::digest;
 
 /// What the state reports of a held version.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -28,12 +27,15 @@ pub struct Held {
 }
 
 /// Why an Apply's content cannot be used; nothing was written.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, thiserror::Error)]
 pub enum ContentError {
     #[error("the agent lacks {} file(s)", .0.len())]
     Missing(Vec<String>),
     #[error("{0}")]
     Invalid(String),
+    /// The plan is in a format this agent does not read.
+    #[error(transparent)]
+    Format(PlanFormatError),
 }
 
 impl Held {
@@ -55,19 +57,25 @@ impl Held {
             held.files.insert(path.to_string(), d.clone());
             held.blobs.insert(d, Arc::new(file.content.clone()));
         }
-        let plan_json = serde_json::to_vec(plan).unwrap_or_default();
-        held.plan_digest = digest(&plan_json);
+        let encoded = encode(plan).unwrap_or_default();
+        held.plan_digest = digest(&encoded);
         held.blobs
-            .insert(held.plan_digest.clone(), Arc::new(plan_json));
+            .insert(held.plan_digest.clone(), Arc::new(encoded));
         held
     }
 
     /// Builds the requested version from the request's blobs and what is
-    /// held; lists every digest neither has.
+    /// held; lists every digest neither has. A plan format this agent does
+    /// not read is refused first, before anything is asked for.
     pub fn resolve(
         &self,
         request: &v1::ApplyRequest,
     ) -> Result<(FileSet, Plan, Held), ContentError> {
+        if !hawser_plan::reads_format(request.plan_format) {
+            return Err(ContentError::Format(PlanFormatError::Unknown {
+                received: request.plan_format,
+            }));
+        }
         let mut sent: HashMap<&str, &[u8]> = HashMap::new();
         for blob in &request.blobs {
             if digest(&blob.content) != blob.digest {
@@ -108,10 +116,14 @@ impl Held {
             next.files.insert(entry.path.clone(), entry.digest.clone());
         }
         let plan = match lookup(&request.plan_digest) {
-            Some(json) => {
-                let plan = serde_json::from_slice(&json)
-                    .map_err(|e| ContentError::Invalid(format!("the plan does not parse: {e}")))?;
-                next.blobs.insert(request.plan_digest.clone(), json);
+            Some(encoded) => {
+                let plan = decode(request.plan_format, &encoded).map_err(|e| match e {
+                    PlanFormatError::Malformed { source, .. } => {
+                        ContentError::Invalid(format!("the plan does not parse: {source}"))
+                    }
+                    other => ContentError::Format(other),
+                })?;
+                next.blobs.insert(request.plan_digest.clone(), encoded);
                 Some(plan)
             }
             None => {
@@ -161,6 +173,7 @@ mod tests {
                 Vec::new()
             },
             controller: "test".into(),
+            plan_format: hawser_plan::PLAN_FORMAT,
         }
     }
 
@@ -196,5 +209,39 @@ mod tests {
         let mut req = request(&held, &files("b\n"), &plan, true);
         req.blobs[0].content = b"tampered".to_vec();
         assert!(matches!(held.resolve(&req), Err(ContentError::Invalid(_))));
+    }
+
+    #[test]
+    fn the_current_plan_format_round_trips() {
+        let plan = Plan {
+            structure_digest: "abc".into(),
+            ..Plan::default()
+        };
+        let held = Held::of(1, &files("a\n"), &Plan::default());
+        let (_, resolved, next) = held
+            .resolve(&request(&held, &files("a\n"), &plan, true))
+            .unwrap();
+        assert_eq!(resolved, plan);
+        assert_eq!(next.plan_digest, digest(&encode(&plan).unwrap()));
+    }
+
+    #[test]
+    fn an_unknown_plan_format_is_refused_naming_both_formats() {
+        let plan = Plan::default();
+        let held = Held::of(1, &files("a\n"), &plan);
+        let mut req = request(&held, &files("b\n"), &plan, true);
+        req.plan_format = hawser_plan::PLAN_FORMAT + 1;
+        let Err(ContentError::Format(error)) = held.resolve(&req) else {
+            panic!("an unknown format must be refused");
+        };
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "plan format {} is not one this agent reads (it reads format {}); \
+                 run an agent as new as the controller",
+                hawser_plan::PLAN_FORMAT + 1,
+                hawser_plan::PLAN_FORMAT
+            )
+        );
     }
 }

@@ -6,6 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hawser_plan::Generation;
 use hawser_proto::{MAX_FILE_BYTES, MAX_FILES, is_digest, v1};
 use rustls_pki_types::CertificateDer;
 use tokio::sync::{Mutex, broadcast, watch};
@@ -94,7 +95,7 @@ impl ControlService {
             }
             None => Held::default(),
         };
-        held.generation = agent.next_generation().saturating_sub(1);
+        held.generation = agent.next_generation().previous().get();
         let identity = Arc::new(Identity {
             agent: config.agent.clone(),
             instance: instance_id(),
@@ -212,6 +213,10 @@ impl ControlService {
             Err(ContentError::Invalid(reason)) => {
                 return Err(Status::invalid_argument(reason));
             }
+            Err(ContentError::Format(error)) => {
+                let message = format!("{error}; nothing written");
+                return Ok(refuse(v1::Outcome::Rejected, message, &fenced));
+            }
         };
         fenced.epoch.raise(request.epoch).map_err(|e| {
             Status::unavailable(format!(
@@ -231,14 +236,14 @@ impl ControlService {
         );
         let mut outcomes = self.agent.outcomes();
         self.agent.submit(Desired {
-            generation,
+            generation: Generation::new(generation),
             files,
             plan,
         });
         let waited = tokio::time::timeout(self.apply_wait, async {
             loop {
                 match outcomes.recv().await {
-                    Ok(outcome) if outcome.generation >= generation => return Some(outcome),
+                    Ok(outcome) if outcome.generation.get() >= generation => return Some(outcome),
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
                     Err(broadcast::error::RecvError::Closed) => return None,
                 }

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use hawser_plan::Generation;
 use hawser_proto::v1;
 
 use super::held::HeldView;
@@ -17,11 +18,11 @@ pub struct Identity {
 }
 
 pub fn state(identity: &Identity, status: &AgentStatus, held: &HeldView, epoch: u64) -> v1::State {
-    let applied = status.applied_generation.unwrap_or(0);
+    let applied = status.applied_generation.map_or(0, Generation::get);
     let decided = status
         .last_outcome
         .as_ref()
-        .is_some_and(|o| o.generation >= held.generation);
+        .is_some_and(|o| o.generation.get() >= held.generation);
     v1::State {
         agent: identity.agent.clone(),
         instance: identity.instance.clone(),
@@ -42,7 +43,7 @@ pub fn state(identity: &Identity, status: &AgentStatus, held: &HeldView, epoch: 
 
 pub fn result(outcome: &ApplyOutcome) -> v1::ApplyResult {
     v1::ApplyResult {
-        generation: outcome.generation,
+        generation: outcome.generation.get(),
         outcome: outcome_of(outcome.kind).into(),
         message: outcome
             .error

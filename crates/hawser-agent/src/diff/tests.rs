@@ -1,6 +1,6 @@
 //! Table-driven: each kind of change → the runtime operations or a reload.
 
-use hawser_render::{BackendMode, CrtListPlan, MapEntry, MapPlan, MatchKind};
+use hawser_plan::{BackendMode, CrtListPlan, MapEntry, MapPlan, MatchKind};
 
 use super::*;
 

@@ -172,7 +172,10 @@ fn a_stage_that_fails_half_way_leaves_nothing_and_the_next_one_applies() {
         let err = store.stage(2, &bad, &plan()).expect_err(what);
         assert_ne!(err.metric_label(), "disk_full", "{what}: {err}");
         assert!(staging_dirs(&store).is_empty(), "{what}: {err}");
-        assert!(!store.version_path(VersionName(2)).exists(), "{what}");
+        assert!(
+            !store.version_path(VersionName(2.into())).exists(),
+            "{what}"
+        );
     }
     assert_eq!(store.current(), Some(serving));
     assert_eq!(store.read(serving).expect("read"), (files("a b\n"), plan()));

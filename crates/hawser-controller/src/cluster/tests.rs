@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hawser_agent::Generation;
 use hawser_fake_api::FakeApi;
 use hawser_model::{Kind, ObjectKey, Store};
+use hawser_plan::Generation;
 use hawser_render::{RenderConfig, Renderer, generate_default_certificate};
 use http::Method;
 use k8s_openapi::api::core::v1 as core;
@@ -118,7 +118,9 @@ impl Deliver for Deliveries {
         rendered: &hawser_render::Rendered,
     ) {
         self.1.send_replace(Some(crate::fleet::RenderedStore::of(
-            generation, store, rendered,
+            generation.get(),
+            store,
+            rendered,
         )));
     }
 }
@@ -159,7 +161,7 @@ impl Source {
             client,
             config,
             Deliveries(tx, Arc::new(stores_tx)),
-            1,
+            Generation::new(1),
             None,
             status_tx,
             async move {
@@ -225,7 +227,7 @@ async fn initial_list_then_watch_events_render_new_generations() {
     let mut source = Source::start(client, KubeSourceOptions::default());
 
     let (generation, store) = source.next_delivery().await;
-    assert_eq!(generation, 1);
+    assert_eq!(generation, Generation::new(1));
     assert_eq!(hosts(&store), ["a=a.example.com"]);
     assert!(store.service(&ObjectKey::new("app", "web")).is_some());
     assert_eq!(
@@ -238,21 +240,21 @@ async fn initial_list_then_watch_events_render_new_generations() {
 
     fake.apply(&ingress("b", "b.example.com", None));
     let (generation, store) = source.next_delivery().await;
-    assert_eq!(generation, 2);
+    assert_eq!(generation, Generation::new(2));
     assert_eq!(hosts(&store), ["a=a.example.com", "b=b.example.com"]);
 
     fake.apply(&ingress("a", "new.example.com", None));
     let (generation, store) = source.next_delivery().await;
-    assert_eq!(generation, 3);
+    assert_eq!(generation, Generation::new(3));
     assert_eq!(hosts(&store), ["a=new.example.com", "b=b.example.com"]);
 
     fake.delete::<networking::Ingress>("app", "a");
     let (generation, store) = source.next_delivery().await;
-    assert_eq!(generation, 4);
+    assert_eq!(generation, Generation::new(4));
     assert_eq!(hosts(&store), ["b=b.example.com"]);
 
     let status = source.status.borrow().clone();
-    assert_eq!(status.generation, Some(4));
+    assert_eq!(status.generation, Some(Generation::new(4)));
     let cluster = status.cluster.unwrap();
     // Five kinds for Ingresses, Namespaces and seven Gateway API kinds.
     assert_eq!(cluster.watches.len(), 13);
@@ -266,7 +268,7 @@ async fn one_render_for_a_burst_of_changes() {
     apply_backend(&fake);
     let mut source = Source::start(client, KubeSourceOptions::default());
     let (generation, _) = source.next_delivery().await;
-    assert_eq!(generation, 1);
+    assert_eq!(generation, Generation::new(1));
     for i in 0..20 {
         fake.apply(&ingress(
             &format!("i{i:02}"),
@@ -275,7 +277,7 @@ async fn one_render_for_a_burst_of_changes() {
         ));
     }
     let (generation, store) = source.next_delivery().await;
-    assert_eq!(generation, 2);
+    assert_eq!(generation, Generation::new(2));
     assert_eq!(store.ingresses().count(), 20);
     source.stop().await;
 }
@@ -541,7 +543,7 @@ async fn nothing_renders_before_every_watch_has_listed() {
     let mut source = Source::start(client, KubeSourceOptions::default());
     // Every watch lists, but nothing renders twice: one delivery.
     let (generation, store) = source.next_delivery().await;
-    assert_eq!((generation, store.len()), (1, 4));
+    assert_eq!((generation, store.len()), (Generation::new(1), 4));
     assert_eq!(source.status.borrow().renders, 1);
     source.stop().await;
 }
@@ -856,7 +858,10 @@ async fn a_new_configuration_renders_at_once_under_it() {
     fake.apply(&ingress("a", "a.example.com", None));
     let mut source = Source::start(client, KubeSourceOptions::default());
     let (generation, _) = source.next_delivery().await;
-    assert_eq!((generation, source.config.settings.http_port), (1, 80));
+    assert_eq!(
+        (generation, source.config.settings.http_port),
+        (Generation::new(1), 80)
+    );
 
     let mut config = RenderConfig::default();
     config.settings.http_port = 8080;
@@ -865,7 +870,10 @@ async fn a_new_configuration_renders_at_once_under_it() {
         options: KubeSourceOptions::default(),
     });
     let (generation, store) = source.next_delivery().await;
-    assert_eq!((generation, source.config.settings.http_port), (2, 8080));
+    assert_eq!(
+        (generation, source.config.settings.http_port),
+        (Generation::new(2), 8080)
+    );
     assert_eq!(hosts(&store), ["a=a.example.com"]);
     // Listing again was not needed: one list per watch.
     let lists = source.status.borrow().cluster.as_ref().unwrap().watches["Ingress"].lists;
@@ -894,7 +902,7 @@ async fn other_watched_namespaces_list_again_and_drop_what_they_no_longer_cover(
         },
     });
     let (generation, store) = source.next_delivery().await;
-    assert_eq!(generation, 2);
+    assert_eq!(generation, Generation::new(2));
     assert_eq!(hosts(&store), ["b=b.example.com"]);
     let watches = source.status.borrow().cluster.clone().unwrap().watches;
     assert!(watches.contains_key("Ingress other"), "{watches:?}");

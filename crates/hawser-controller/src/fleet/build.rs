@@ -3,18 +3,20 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use hawser_agent::tree::digest;
+use hawser_plan::{PLAN_FORMAT, digest, encode};
 use hawser_proto::v1;
 use hawser_render::{CertificatePem, RenderConfig, RenderError, Renderer};
 
 use super::Snapshot;
 
-/// One render as agents receive it: entries by digest, contents by digest.
+/// One render as agents receive it: entries by digest, contents by digest,
+/// the plan encoded in [`PLAN_FORMAT`].
 #[derive(Debug)]
 pub struct Built {
     pub generation: u64,
     pub files: Vec<v1::FileEntry>,
     pub plan_digest: String,
+    pub plan_format: u32,
     pub blobs: HashMap<String, Vec<u8>>,
 }
 
@@ -94,14 +96,14 @@ impl Renders {
                 }
             })
             .collect();
-        let plan_json = serde_json::to_vec(&rendered.plan)
-            .map_err(|e| format!("the plan does not serialize: {e}"))?;
-        let plan_digest = digest(&plan_json);
-        blobs.insert(plan_digest.clone(), plan_json);
+        let plan = encode(&rendered.plan).map_err(|e| e.to_string())?;
+        let plan_digest = digest(&plan);
+        blobs.insert(plan_digest.clone(), plan);
         let built = Arc::new(Built {
             generation: snapshot.generation,
             files,
             plan_digest,
+            plan_format: PLAN_FORMAT,
             blobs,
         });
         self.built

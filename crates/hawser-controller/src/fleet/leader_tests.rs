@@ -2,6 +2,7 @@
 //! lead stops pushing at once. What an agent serves, as the Gateway status
 //! reads it. Against a stub agent over real mutual TLS.
 
+use hawser_plan::Generation;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -198,7 +199,7 @@ async fn an_agent_serves_a_generation_until_it_serves_a_newer_one() {
             .and_then(|a| a.serving_generation)
     };
     let (store, rendered) = render(RenderConfig::default());
-    sink.deliver(1, &store, &rendered);
+    sink.deliver(Generation::new(1), &store, &rendered);
     until("it serves generation 1", || serving(&fleet) == Some(1)).await;
 
     // Generation 2 is pushed but not applied: the agent serves 1 meanwhile.
@@ -207,7 +208,7 @@ async fn an_agent_serves_a_generation_until_it_serves_a_newer_one() {
     let mut changed = RenderConfig::default();
     changed.settings.http_port = 8080;
     let (store, rendered) = render(changed);
-    sink.deliver(2, &store, &rendered);
+    sink.deliver(Generation::new(2), &store, &rendered);
     until("generation 2 is pushed", || {
         pushes_by(&stub, "a").len() > pushed + 1
     })
@@ -231,8 +232,8 @@ async fn only_the_leader_pushes_and_losing_the_lead_stops_it() {
     let sink_a = a.sink();
     let sink_b = b.sink();
     let (store, rendered) = render(RenderConfig::default());
-    sink_a.deliver(1, &store, &rendered);
-    sink_b.deliver(1, &store, &rendered);
+    sink_a.deliver(Generation::new(1), &store, &rendered);
+    sink_b.deliver(Generation::new(1), &store, &rendered);
 
     until("the leader pushes", || !pushes_by(&stub, "a").is_empty()).await;
     assert!(pushes_by(&stub, "a").iter().all(|&e| e == 2));

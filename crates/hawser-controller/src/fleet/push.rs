@@ -61,6 +61,7 @@ pub async fn push(
             generation: built.generation.max(state.desired_generation + 1),
             files: built.files.clone(),
             plan_digest: built.plan_digest.clone(),
+            plan_format: built.plan_format,
             blobs,
             controller: controller.to_string(),
         });

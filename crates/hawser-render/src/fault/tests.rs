@@ -1,8 +1,8 @@
 use hawser_model::{Kind, ObjectKey, Store};
 
 use super::*;
-use crate::plan::CertificatePlan;
 use crate::{RenderConfig, Renderer};
+use hawser_plan::CertificatePlan;
 
 fn service(namespace: &str, name: &str) -> ObjectRef {
     ObjectRef::new(Kind::Service, ObjectKey::new(namespace, name))

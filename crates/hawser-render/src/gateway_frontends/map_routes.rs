@@ -29,11 +29,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use hawser_model::PathMatchKind;
 
 use crate::gateway::{BackendTarget, HttpRuleEntry, ListenerProtocol, host_rank};
-use crate::plan::{MapEntry, MapPlan};
 use crate::render::ROUTE_KEY_END;
-
 /// The Gateway API routing map, beside the Ingress one.
-pub(crate) const GATEWAY_MAP_PATH: &str = "maps/gateway.map";
+pub(crate) use hawser_plan::GATEWAY_MAP_PATH;
+use hawser_plan::{MapEntry, MapPlan};
 
 /// Ends a scope in a key; no scope or hostname holds it.
 const SCOPE_END: char = '@';

@@ -23,11 +23,9 @@ use serde::Serialize;
 use super::{RuleView, Step};
 use crate::config::Settings;
 
-/// The Lua half, written into the tree at [`LUA_PATH`] when a rule mirrors.
-pub(crate) const MIRROR_LUA: &str = include_str!("../../../../libraries/gateway/mirror.lua");
-
-/// Where the Lua file goes in the rendered tree (relative, like every path).
-pub(crate) const LUA_PATH: &str = "lua/mirror.lua";
+/// The Lua half ([`MIRROR_LUA`]), written into the tree at [`LUA_PATH`] when
+/// a rule mirrors; both are the contract's, so the agent knows the file.
+pub(crate) use hawser_plan::{MIRROR_LUA, MIRROR_LUA_PATH as LUA_PATH};
 
 /// The internal frontend's socket, beside the runtime API's socket.
 const SOCKET_NAME: &str = "mirror.sock";

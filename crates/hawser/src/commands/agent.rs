@@ -192,7 +192,7 @@ fn health_answer(started: Arc<OnceLock<(AgentHandle, ControlService)>>) -> local
             format!(
                 "phase={} applied={}",
                 status.phase.as_str(),
-                status.applied_generation.unwrap_or(0)
+                status.applied_generation.unwrap_or_default()
             )
         }
     })

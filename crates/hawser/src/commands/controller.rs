@@ -143,7 +143,7 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
                 manifests,
                 renderer,
                 fleet.sink(),
-                1,
+                hawser_plan::Generation::new(1),
                 judge,
                 controller_tx,
                 stopped(stop_rx.clone()),

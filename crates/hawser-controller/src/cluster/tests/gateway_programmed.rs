@@ -164,7 +164,7 @@ async fn a_gateway_is_programmed_once_every_agent_serves_it_with_the_publish_ser
     // programmed while the agents still serve the older one; nothing written.
     nudge(&fake, 1);
     let (second, _) = source.next_delivery().await;
-    assert!(second > first);
+    assert!(second.get() > first);
     writes_settle_at(&fake, 4).await;
 
     // An address the Service does not have: AddressNotUsable, naming it.

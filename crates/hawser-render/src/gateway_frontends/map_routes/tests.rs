@@ -2,7 +2,7 @@ use hawser_model::{HttpTimeouts, ObjectKey, PathMatch, ValueMatch, ValueMatchKin
 
 use super::*;
 use crate::gateway::{FilterEntry, WeightedBackend};
-use crate::plan::MatchKind;
+use hawser_plan::MatchKind;
 
 fn service(name: &str, weight: u32) -> WeightedBackend {
     WeightedBackend::to_service(name, 80, weight)

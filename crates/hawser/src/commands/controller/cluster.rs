@@ -315,7 +315,7 @@ impl Cluster {
                 self.client,
                 source,
                 fleet.sink(),
-                1,
+                hawser_plan::Generation::new(1),
                 judge,
                 started.controller,
                 stopped(started.stop),

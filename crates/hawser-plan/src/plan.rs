@@ -40,6 +40,19 @@ pub struct BackendPlan {
     pub mode: BackendMode,
 }
 
+impl BackendPlan {
+    /// Whether this backend serves a port of Service `namespace/service`
+    /// (its name is `be_<namespace>_<service>_<port>`).
+    pub fn serves_service(&self, namespace: &str, service: &str) -> bool {
+        self.name
+            .strip_prefix("be_")
+            .and_then(|rest| rest.strip_prefix(namespace))
+            .and_then(|rest| rest.strip_prefix('_'))
+            .and_then(|rest| rest.strip_prefix(service))
+            .is_some_and(|rest| rest.starts_with('_'))
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendMode {

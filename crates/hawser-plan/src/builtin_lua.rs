@@ -1,19 +1,22 @@
-//! The digests of the Lua files hawser's own library writes into a tree.
+//! The Lua files hawser's own library writes into a tree, and their digests.
 //!
 //! The config policy (`hawser_haproxy::ConfigPolicy`) lets a configuration
 //! `lua-load` a file only when the file in the tree has one of these
 //! digests: the built-in Lua is told apart by what it is, never by the line
-//! that loads it.
+//! that loads it. The bytes are embedded here, so the agent trusts them
+//! without the renderer.
 
 use sha2::{Digest, Sha256};
 
-use crate::gateway_frontends::MIRROR_LUA;
+/// The request mirror's Lua action, written at [`crate::MIRROR_LUA_PATH`]
+/// when a rule mirrors.
+pub const MIRROR_LUA: &[u8] = include_bytes!("../../../libraries/gateway/mirror.lua");
 
 /// The SHA-256 of every built-in Lua file (the request mirror's action).
 pub fn builtin_lua_digests() -> Vec<[u8; 32]> {
     [MIRROR_LUA]
         .iter()
-        .map(|lua| Sha256::digest(lua.as_bytes()).into())
+        .map(|lua| Sha256::digest(lua).into())
         .collect()
 }
 
@@ -23,7 +26,7 @@ mod tests {
 
     #[test]
     fn the_mirror_lua_is_built_in() {
-        let digest: [u8; 32] = Sha256::digest(MIRROR_LUA.as_bytes()).into();
+        let digest: [u8; 32] = Sha256::digest(MIRROR_LUA).into();
         assert_eq!(builtin_lua_digests(), [digest]);
     }
 }

@@ -1,0 +1,19 @@
+//! Where each file lives in a version's tree, relative to its root.
+//!
+//! The renderer writes these paths, the agent stages them under
+//! `tree/v<generation>/` and HAProxy runs with `-C` on that directory, so the
+//! same relative paths resolve in the gate's check, the agent's check and the
+//! running HAProxy.
+
+/// The HAProxy configuration.
+pub const CONFIG_PATH: &str = "haproxy.cfg";
+/// The one routing map: `<host><path>` → backend, matched with `map_beg`.
+pub const ROUTES_MAP_PATH: &str = "maps/routes.map";
+/// The Gateway API routing map.
+pub const GATEWAY_MAP_PATH: &str = "maps/gateway.map";
+/// The crt-list every TLS bind reads.
+pub const CRT_LIST_PATH: &str = "certs/crt-list.txt";
+/// The certificate served when no other matches.
+pub const DEFAULT_CERT_PATH: &str = "certs/default.pem";
+/// The request mirror's Lua action (see [`crate::builtin_lua_digests`]).
+pub const MIRROR_LUA_PATH: &str = "lua/mirror.lua";
