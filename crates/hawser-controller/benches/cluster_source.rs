@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use hawser_controller::cluster::{KubeSourceOptions, SourceConfig, run_kube};
-use hawser_controller::local::{ControllerStatus, Deliver};
+use hawser_controller::cycle::{ControllerStatus, Deliver};
 use hawser_fake_api::FakeApi;
 use hawser_model::Store;
 use hawser_plan::Generation;

@@ -22,8 +22,8 @@ use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use crate::cycle::ControllerStatus;
 use crate::fleet::FleetStatus;
-use crate::local::ControllerStatus;
 use crate::metrics::Metrics;
 
 #[derive(Debug, Clone)]

@@ -77,7 +77,7 @@ pub use status::{INGRESS_STATUS_RETRY, publish_status};
 use self::extra::{ExtraChange, ExtraObjects};
 use self::seen::Cluster;
 use self::watch::Message;
-use crate::local::{ControllerStatus, DEBOUNCE, Deliver, RenderCycle, SourceRead};
+use crate::cycle::{ControllerStatus, DEBOUNCE, Deliver, RenderCycle, SourceRead};
 use crate::quarantine::Judge;
 
 /// The longest a render waits for a busy cluster to go quiet: endpoint churn

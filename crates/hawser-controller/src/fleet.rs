@@ -50,7 +50,7 @@ pub use build::Renders;
 
 use self::members::Members;
 
-use crate::local::Deliver;
+use crate::cycle::Deliver;
 
 /// One agent to push to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -21,6 +21,7 @@ pub mod addresses;
 pub mod admin;
 pub mod cluster;
 pub mod config_file;
+pub mod cycle;
 pub mod fleet;
 pub mod gate;
 pub mod gateway_status;

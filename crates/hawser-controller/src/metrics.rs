@@ -20,8 +20,8 @@ use std::time::{Duration, SystemTime};
 
 use hawser_pki::tls::SharedMaterial;
 
+use crate::cycle::ControllerStatus;
 use crate::fleet::FleetStatus;
-use crate::local::ControllerStatus;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabel {

@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
 use super::*;
-use crate::local::{ControllerStatus, Deliver};
+use crate::cycle::{ControllerStatus, Deliver};
 
 /// Long enough for kube's watcher backoff (0.8 s, then 1.6 s, jittered) to
 /// retry a few times; never reached when things work.

@@ -14,7 +14,7 @@ use anyhow::Context as _;
 use hawser_agent::control::{ControlConfig, ControlService, PeerCheck};
 use hawser_agent::{Agent, AgentConfig, AgentHandle, AgentPaths, HaproxyMode, TreeStore};
 use hawser_controller::admin::{self, AdminState};
-use hawser_controller::local::ControllerStatus;
+use hawser_controller::cycle::ControllerStatus;
 use hawser_controller::metrics::Metrics;
 use hawser_haproxy::HaproxyBinary;
 use hawser_pki::Role;

@@ -12,9 +12,10 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::Context as _;
 use hawser_controller::admin::{self, AdminState};
+use hawser_controller::cycle::ControllerStatus;
 use hawser_controller::fleet::{AgentTarget, ClientTls, Fleet, FleetConfig};
 use hawser_controller::gate;
-use hawser_controller::local::{ControllerStatus, run_local};
+use hawser_controller::local::run_local;
 use hawser_controller::metrics::Metrics;
 use hawser_controller::quarantine::Judge;
 use hawser_haproxy::HaproxyBinary;

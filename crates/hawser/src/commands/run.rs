@@ -9,20 +9,40 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use hawser_agent::{Agent, AgentConfig, AgentHandle, AgentPaths};
+use hawser_agent::{Agent, AgentConfig, AgentHandle, AgentPaths, Desired};
 use hawser_controller::admin::{self, AdminState};
+use hawser_controller::cycle::{ControllerStatus, Deliver};
 use hawser_controller::gate;
-use hawser_controller::local::{ControllerStatus, run_local};
+use hawser_controller::local::run_local;
 use hawser_controller::metrics::Metrics;
 use hawser_controller::quarantine::Judge;
 use hawser_haproxy::HaproxyBinary;
-use hawser_render::{CertificatePem, RenderConfig, Renderer, generate_default_certificate};
+use hawser_model::Store;
+use hawser_plan::Generation;
+use hawser_render::{
+    CertificatePem, RenderConfig, Rendered, Renderer, generate_default_certificate,
+};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::info;
 
 use super::{UsageError, input};
 use crate::cli::RunArgs;
+
+/// `hawser run`'s sink: each render straight to the in-process agent. The
+/// binary composes the roles; the controller does not know the agent.
+#[derive(Debug, Clone)]
+struct ToAgent(AgentHandle);
+
+impl Deliver for ToAgent {
+    fn deliver(&self, generation: Generation, _store: &Arc<Store>, rendered: &Rendered) {
+        self.0.submit(Desired {
+            generation,
+            files: rendered.files.clone(),
+            plan: rendered.plan.clone(),
+        });
+    }
+}
 
 /// Everything `run` (and `demo`) needs, resolved from arguments.
 #[derive(Debug, Clone)]
@@ -131,7 +151,7 @@ where
     let source = run_local(
         options.manifests.clone(),
         renderer,
-        handle.clone(),
+        ToAgent(handle.clone()),
         handle.next_generation(),
         Some(Judge::gate(haproxy_for_gate, policy)),
         controller_tx,

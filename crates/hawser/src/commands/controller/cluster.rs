@@ -13,9 +13,9 @@ use hawser_controller::cluster::{
     publish_gateway_status, publish_status, report_config, report_gateway_refusals,
     report_rejections, run_kube, shared_default_certificate,
 };
+use hawser_controller::cycle::ControllerStatus;
 use hawser_controller::fleet::{Fleet, Snapshot};
 use hawser_controller::gate;
-use hawser_controller::local::ControllerStatus;
 use hawser_controller::quarantine::Judge;
 use hawser_controller::webhook::{WebhookState, router, serve_tls};
 use hawser_crd::{HawserConfig, HawserConfigSpec};
