@@ -6,7 +6,8 @@
 //!  cluster watchers (cluster::run_kube) ──────┴─► RenderCycle: render ──► gate (quarantine) ──► Deliver
 //!                                                                                   │
 //!      in-process agent (hawser run) or fleet ──► agents over mutual TLS ◄──────────┘
-//!  status: gateway_status, cluster::status (Ingress), cluster::events, admin (/status, /metrics)
+//!  status: gateway_status, cluster::status (Ingress), cluster::events (the admin page and
+//!  metrics are the binary's: it composes this crate and the agent's)
 //!  webhook: review candidates against the newest snapshot
 //!  --config FILE ──config_file::ConfigFile──► RenderConfig + validation tests
 //!  render + tests ──validation_tests::run_validation_tests──► TestReport
@@ -18,7 +19,6 @@
 //! [`hawser_model::Store`]; what a source cannot use is reported, not fatal.
 
 pub mod addresses;
-pub mod admin;
 pub mod cluster;
 pub mod config_file;
 pub mod cycle;
@@ -26,7 +26,6 @@ pub mod fleet;
 pub mod gate;
 pub mod gateway_status;
 pub mod local;
-pub mod metrics;
 pub mod quarantine;
 #[cfg(test)]
 mod test_store;

@@ -1,7 +1,9 @@
 //! The `hawser` binary: parses the command line and hands over to a command.
 
+mod admin;
 mod cli;
 mod commands;
+mod metrics;
 
 use std::process::ExitCode;
 

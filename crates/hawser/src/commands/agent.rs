@@ -10,12 +10,11 @@ use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
+use crate::admin::{self, AdminState};
+use crate::metrics::Metrics;
 use anyhow::Context as _;
 use hawser_agent::control::{ControlConfig, ControlService, PeerCheck};
 use hawser_agent::{Agent, AgentConfig, AgentHandle, AgentPaths, HaproxyMode, TreeStore};
-use hawser_controller::admin::{self, AdminState};
-use hawser_controller::cycle::ControllerStatus;
-use hawser_controller::metrics::Metrics;
 use hawser_haproxy::HaproxyBinary;
 use hawser_pki::Role;
 use hawser_pki::tls::{SharedMaterial, server_config, verify_client_chain, watch_dir};
@@ -137,7 +136,7 @@ async fn serve(args: &AgentServeArgs) -> anyhow::Result<()> {
     let (stop_tx, stop_rx) = watch::channel(false);
     // No controller in this process: its status stays empty (kept open so
     // the metrics keep following the agent).
-    let (_no_controller, controller_rx) = watch::channel(ControllerStatus::default());
+    let (_no_controller, controller_rx) = admin::no_controller();
     let admin_task = admin_listener.map(|listener| {
         let metrics = Arc::new(Metrics::new());
         tokio::spawn(Arc::clone(&metrics).follow(handle.clone(), controller_rx.clone()));

@@ -10,13 +10,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::admin::{self, AdminState};
+use crate::metrics::Metrics;
 use anyhow::Context as _;
-use hawser_controller::admin::{self, AdminState};
 use hawser_controller::cycle::ControllerStatus;
 use hawser_controller::fleet::{AgentTarget, ClientTls, Fleet, FleetConfig};
 use hawser_controller::gate;
 use hawser_controller::local::run_local;
-use hawser_controller::metrics::Metrics;
 use hawser_controller::quarantine::Judge;
 use hawser_haproxy::HaproxyBinary;
 use hawser_pki::Role;

@@ -20,8 +20,8 @@ use std::time::{Duration, SystemTime};
 
 use hawser_pki::tls::SharedMaterial;
 
-use crate::cycle::ControllerStatus;
-use crate::fleet::FleetStatus;
+use hawser_controller::cycle::ControllerStatus;
+use hawser_controller::fleet::FleetStatus;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabel {

@@ -22,9 +22,9 @@ use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::cycle::ControllerStatus;
-use crate::fleet::FleetStatus;
 use crate::metrics::Metrics;
+use hawser_controller::cycle::ControllerStatus;
+use hawser_controller::fleet::FleetStatus;
 
 #[derive(Debug, Clone)]
 pub struct AdminState {
@@ -36,6 +36,16 @@ pub struct AdminState {
     pub tls: Option<SharedMaterial>,
     pub controller: watch::Receiver<ControllerStatus>,
     pub metrics: Arc<Metrics>,
+}
+
+/// For a process that runs no controller (`hawser agent`): a controller
+/// status that never changes, and the sender that keeps it open (metrics
+/// follow it until it closes).
+pub fn no_controller() -> (
+    watch::Sender<ControllerStatus>,
+    watch::Receiver<ControllerStatus>,
+) {
+    watch::channel(ControllerStatus::default())
 }
 
 impl AdminState {
