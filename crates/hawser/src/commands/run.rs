@@ -24,8 +24,9 @@ use hawser_render::{
 };
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tracing::info;
+use tracing::{error, info};
 
+use super::tasks::{SHUTDOWN_GRACE, Tasks};
 use super::{UsageError, input};
 use crate::cli::RunArgs;
 
@@ -132,12 +133,16 @@ where
 
     let (controller_tx, controller_rx) = watch::channel(ControllerStatus::default());
     let metrics = Arc::new(Metrics::new());
-    tokio::spawn(Arc::clone(&metrics).follow(handle.clone(), controller_rx.clone()));
     let (stop_tx, stop_rx) = watch::channel(false);
     let stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
-    let admin_task = tokio::spawn(admin::serve(
+    let mut tasks = Tasks::new(stop_rx.clone());
+    tasks.spawn(
+        "metrics",
+        Arc::clone(&metrics).follow(handle.clone(), controller_rx.clone()),
+    );
+    let admin = admin::serve(
         admin_listener,
         AdminState {
             agent: Some(handle.clone()),
@@ -147,7 +152,12 @@ where
             metrics,
         },
         stopped(stop_rx.clone()),
-    ));
+    );
+    tasks.spawn("admin", async move {
+        if let Err(e) = admin.await {
+            error!("the admin listener failed: {e}");
+        }
+    });
     let source = run_local(
         options.manifests.clone(),
         renderer,
@@ -157,24 +167,27 @@ where
         controller_tx,
         stopped(stop_rx),
     );
-    tokio::pin!(source);
-    let on_start = on_start(handle);
-    tokio::pin!(on_start);
-    let shutdown = super::shutdown_signal();
-    tokio::pin!(shutdown);
-    let mut started = false;
-    let result = loop {
-        tokio::select! {
-            result = &mut source => break result.map_err(anyhow::Error::from),
-            () = &mut on_start, if !started => started = true,
-            () = &mut shutdown => break Ok(()),
+    let main = async {
+        tokio::pin!(source);
+        let on_start = on_start(handle);
+        tokio::pin!(on_start);
+        let shutdown = super::shutdown_signal();
+        tokio::pin!(shutdown);
+        let mut started = false;
+        loop {
+            tokio::select! {
+                result = &mut source => break result.map_err(anyhow::Error::from),
+                () = &mut on_start, if !started => started = true,
+                () = &mut shutdown => break Ok(()),
+            }
         }
     };
+    let result = tasks.run_until(main).await;
     info!("stopping: HAProxy drains, then exits");
     let _ = stop_tx.send(true);
-    let _ = admin_task.await;
+    tasks.drain(SHUTDOWN_GRACE).await;
     agent.shutdown().await?;
-    result
+    result?
 }
 
 fn path_text(path: &Path) -> anyhow::Result<String> {
