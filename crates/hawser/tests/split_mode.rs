@@ -229,6 +229,56 @@ async fn direct_client(pki: &Pki, agent: &AgentProc) -> AgentClient<tonic::trans
     AgentClient::new(connection.channel)
 }
 
+/// A hand-made push of one whole version (`haproxy.cfg` holding only
+/// `global`, and `plan` as the plan's bytes), every file and the plan sent,
+/// on top of what the agent says it holds; the agent's answer.
+async fn push_whole(
+    client: &mut AgentClient<tonic::transport::Channel>,
+    epoch: u64,
+    controller: &str,
+    plan: &[u8],
+    plan_format: u32,
+) -> v1::ApplyResult {
+    let state = client
+        .get_state(v1::StateRequest {})
+        .await
+        .unwrap()
+        .into_inner();
+    let digest = |c: &[u8]| {
+        use sha2::Digest as _;
+        hex::encode(sha2::Sha256::digest(c))
+    };
+    let config = b"global\n".to_vec();
+    let response = client
+        .apply(v1::ApplyRequest {
+            epoch,
+            expected_generation: state.desired_generation,
+            generation: state.desired_generation + 1,
+            files: vec![v1::FileEntry {
+                path: "haproxy.cfg".into(),
+                digest: digest(&config),
+                kind: "config".into(),
+            }],
+            plan_digest: digest(plan),
+            blobs: vec![
+                v1::Blob {
+                    digest: digest(&config),
+                    content: config.clone(),
+                },
+                v1::Blob {
+                    digest: digest(plan),
+                    content: plan.to_vec(),
+                },
+            ],
+            controller: controller.into(),
+            plan_format,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    response.result.unwrap()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plan_in_a_format_the_agent_does_not_read_is_refused_naming_both() {
     let fleet = start_fleet(1, &[]);
@@ -241,45 +291,14 @@ async fn a_plan_in_a_format_the_agent_does_not_read_is_refused_naming_both() {
     // A hand-made push from the current leader epoch, whole, in a plan
     // format from the future.
     let mut client = direct_client(&fleet.pki, agent).await;
-    let state = client
-        .get_state(v1::StateRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let digest = |c: &[u8]| {
-        use sha2::Digest as _;
-        hex::encode(sha2::Sha256::digest(c))
-    };
-    let config = b"global\n".to_vec();
-    let plan = b"a plan in format 99".to_vec();
-    let response = client
-        .apply(v1::ApplyRequest {
-            epoch: 5,
-            expected_generation: state.desired_generation,
-            generation: state.desired_generation + 1,
-            files: vec![v1::FileEntry {
-                path: "haproxy.cfg".into(),
-                digest: digest(&config),
-                kind: "config".into(),
-            }],
-            plan_digest: digest(&plan),
-            blobs: vec![
-                v1::Blob {
-                    digest: digest(&config),
-                    content: config.clone(),
-                },
-                v1::Blob {
-                    digest: digest(&plan),
-                    content: plan.clone(),
-                },
-            ],
-            controller: "from the future".into(),
-            plan_format: 99,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let result = response.result.unwrap();
+    let result = push_whole(
+        &mut client,
+        5,
+        "from the future",
+        b"a plan in format 99",
+        99,
+    )
+    .await;
     assert_eq!(result.outcome(), v1::Outcome::Rejected, "{result:?}");
     assert!(
         result
@@ -309,45 +328,7 @@ async fn a_stale_epoch_push_is_refused_and_changes_nothing() {
 
     // A hand-made push from epoch 4, whole (every file and the plan sent).
     let mut client = direct_client(&fleet.pki, agent).await;
-    let state = client
-        .get_state(v1::StateRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let config = b"global\n".to_vec();
-    let digest = |c: &[u8]| {
-        use sha2::Digest as _;
-        hex::encode(sha2::Sha256::digest(c))
-    };
-    let plan = b"{}".to_vec();
-    let response = client
-        .apply(v1::ApplyRequest {
-            epoch: 4,
-            expected_generation: state.desired_generation,
-            generation: state.desired_generation + 1,
-            files: vec![v1::FileEntry {
-                path: "haproxy.cfg".into(),
-                digest: digest(&config),
-                kind: "config".into(),
-            }],
-            plan_digest: digest(&plan),
-            blobs: vec![
-                v1::Blob {
-                    digest: digest(&config),
-                    content: config.clone(),
-                },
-                v1::Blob {
-                    digest: digest(&plan),
-                    content: plan.clone(),
-                },
-            ],
-            controller: "deposed".into(),
-            plan_format: 1,
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let result = response.result.unwrap();
+    let result = push_whole(&mut client, 4, "deposed", b"{}", 1).await;
     assert_eq!(result.outcome(), v1::Outcome::StaleEpoch, "{result:?}");
     assert!(
         result.message.contains("epoch 4 is older than 5"),
@@ -355,13 +336,21 @@ async fn a_stale_epoch_push_is_refused_and_changes_nothing() {
     );
 
     // A stale baseline is refused the same way.
+    let state = client
+        .get_state(v1::StateRequest {})
+        .await
+        .unwrap()
+        .into_inner();
     let response = client
         .apply(v1::ApplyRequest {
             epoch: 5,
             expected_generation: state.desired_generation + 7,
             generation: state.desired_generation + 8,
             files: Vec::new(),
-            plan_digest: digest(&plan),
+            plan_digest: {
+                use sha2::Digest as _;
+                hex::encode(sha2::Sha256::digest(b"{}"))
+            },
             blobs: Vec::new(),
             controller: "confused".into(),
             plan_format: 1,
