@@ -34,7 +34,10 @@ use crate::status::{AgentStatus, ApplyKind, ApplyOutcome, Phase};
 use crate::tree::{TreeError, TreeStore, VersionName};
 use hawser_plan::Generation;
 
+mod apply_error;
 mod stage;
+
+use apply_error::ApplyError;
 
 /// One rendered version to apply.
 #[derive(Debug, Clone)]
@@ -451,7 +454,14 @@ impl Core {
         let (kind, summary, error) = match result {
             Ok(Some((kind, summary))) => (kind, summary, None),
             Ok(None) => return, // superseded by a newer version before anything changed
-            Err(error) => (ApplyKind::Rejected, String::new(), Some(error)),
+            Err(error) => {
+                warn!(
+                    generation = desired.generation.get(),
+                    reason = error.metric_label(),
+                    "rejected: {error}"
+                );
+                (ApplyKind::Rejected, String::new(), Some(error.to_string()))
+            }
         };
         let outcome = ApplyOutcome {
             generation: desired.generation,
@@ -460,15 +470,14 @@ impl Core {
             summary,
             error: error.clone(),
         };
-        match &error {
-            None => info!(
+        if error.is_none() {
+            info!(
                 generation = desired.generation.get(),
                 kind = ?kind,
                 ms = outcome.duration.as_millis() as u64,
                 "applied: {}",
                 outcome.summary
-            ),
-            Some(e) => warn!(generation = desired.generation.get(), "rejected: {e}"),
+            );
         }
         self.status.send_modify(|s| {
             if kind == ApplyKind::Rejected {
@@ -493,8 +502,8 @@ impl Core {
         &mut self,
         desired: &Desired,
         newer: &mut watch::Receiver<Option<Arc<Desired>>>,
-    ) -> Result<Option<(ApplyKind, String)>, String> {
-        let version = self.stage_desired(desired)?;
+    ) -> Result<Option<(ApplyKind, String)>, ApplyError> {
+        let version = self.stage_desired(desired).map_err(ApplyError::Stage)?;
         let config_text = desired.files.text(CONFIG_PATH).unwrap_or_default();
         self.config
             .haproxy
@@ -504,8 +513,7 @@ impl Core {
                 CONFIG_PATH,
                 config_text,
             )
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
 
         let running = VersionView {
             plan: &self.running.plan,
@@ -525,7 +533,7 @@ impl Core {
             }
             Decision::Runtime(ops) => {
                 // Disk first: a reload or restart from now on loads this version.
-                self.tree.publish(version).map_err(|e| e.to_string())?;
+                self.tree.publish(version).map_err(ApplyError::Publish)?;
                 let summary = ops.iter().map(describe).collect::<Vec<_>>().join(", ");
                 match runtime_ops::execute(&self.runtime, &ops, &desired.files, &desired.plan).await
                 {
@@ -569,8 +577,12 @@ impl Core {
         !newer.has_changed().unwrap_or(false)
     }
 
-    async fn reload_to(&mut self, version: VersionName, desired: &Desired) -> Result<(), String> {
-        self.tree.publish(version).map_err(|e| e.to_string())?;
+    async fn reload_to(
+        &mut self,
+        version: VersionName,
+        desired: &Desired,
+    ) -> Result<(), ApplyError> {
+        self.tree.publish(version).map_err(ApplyError::Publish)?;
         self.set_phase(Phase::Reloading);
         self.last_reload = Some(Instant::now());
         let result = self
@@ -603,7 +615,7 @@ impl Core {
                     self.roll_back_and_reload().await;
                 }
                 self.publish_running();
-                Err(e.to_string())
+                Err(e.into())
             }
         }
     }
@@ -635,9 +647,9 @@ impl Core {
         }
     }
 
-    fn publish_good(&mut self, version: VersionName, desired: &Desired) -> Result<(), String> {
-        self.tree.publish(version).map_err(|e| e.to_string())?;
-        self.tree.mark_good(version).map_err(|e| e.to_string())?;
+    fn publish_good(&mut self, version: VersionName, desired: &Desired) -> Result<(), ApplyError> {
+        self.tree.publish(version).map_err(ApplyError::Publish)?;
+        self.tree.mark_good(version).map_err(ApplyError::Publish)?;
         self.running = Running {
             generation: desired.generation,
             files: desired.files.clone(),

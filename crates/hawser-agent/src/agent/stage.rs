@@ -11,14 +11,15 @@ use super::{Core, Desired};
 use crate::tree::{TreeError, VersionName};
 
 impl Core {
-    /// Stages `desired`; the error is the refusal's text.
-    pub(super) fn stage_desired(&self, desired: &Desired) -> Result<VersionName, String> {
+    /// Stages `desired`; a failure is counted (and a full disk answered)
+    /// before it is returned.
+    pub(super) fn stage_desired(&self, desired: &Desired) -> Result<VersionName, TreeError> {
         self.tree
             .stage(desired.generation, &desired.files, &desired.plan)
-            .map_err(|e| self.stage_failed(&e))
+            .inspect_err(|e| self.stage_failed(e))
     }
 
-    fn stage_failed(&self, error: &TreeError) -> String {
+    fn stage_failed(&self, error: &TreeError) {
         let reason = error.metric_label();
         self.status.send_modify(|s| {
             *s.failed_stages.entry(reason.to_string()).or_default() += 1;
@@ -33,6 +34,5 @@ impl Core {
                 Err(e) => warn!("cannot remove old versions: {e}"),
             }
         }
-        error.to_string()
     }
 }
