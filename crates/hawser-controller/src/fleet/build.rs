@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use hawser_plan::{PLAN_FORMAT, digest, encode};
+use hawser_plan::{PLAN_FORMAT, PlanFormatError, digest, encode};
 use hawser_proto::v1;
 use hawser_render::{CertificatePem, RenderConfig, RenderError, Renderer};
 
@@ -33,6 +33,31 @@ impl Built {
 }
 
 type SettingsKey = BTreeMap<String, String>;
+
+/// Why an agent's render could not be built (shown as its `last_error`).
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("the agent's settings: {0}")]
+    Settings(String),
+    #[error("cannot render for the agent's settings: {0}")]
+    Renderer(#[source] RenderError),
+    #[error("render failed: {0}")]
+    Render(#[source] RenderError),
+    #[error(transparent)]
+    Plan(#[from] PlanFormatError),
+}
+
+impl BuildError {
+    /// A stable category for metrics.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            BuildError::Settings(_) => "agent_settings",
+            BuildError::Renderer(_) => "renderer",
+            BuildError::Render(_) => "render",
+            BuildError::Plan(_) => "plan_format",
+        }
+    }
+}
 
 /// A renderer per distinct set of agent settings (in a cluster, one), and
 /// the newest snapshot's render for each. Renderers follow the snapshot's
@@ -68,7 +93,11 @@ impl Renders {
     }
 
     /// The render of `snapshot` for an agent asking for `settings`.
-    pub fn build(&self, snapshot: &Snapshot, settings: &SettingsKey) -> Result<Arc<Built>, String> {
+    pub fn build(
+        &self,
+        snapshot: &Snapshot,
+        settings: &SettingsKey,
+    ) -> Result<Arc<Built>, BuildError> {
         if let Some(built) = self
             .built
             .lock()
@@ -81,7 +110,7 @@ impl Renders {
         let renderer = self.renderer(&snapshot.config, settings)?;
         let rendered = renderer
             .render(&snapshot.store)
-            .map_err(|e| format!("render failed: {e}"))?;
+            .map_err(BuildError::Render)?;
         let mut blobs = HashMap::new();
         let files = rendered
             .files
@@ -96,7 +125,7 @@ impl Renders {
                 }
             })
             .collect();
-        let plan = encode(&rendered.plan).map_err(|e| e.to_string())?;
+        let plan = encode(&rendered.plan)?;
         let plan_digest = digest(&plan);
         blobs.insert(plan_digest.clone(), plan);
         let built = Arc::new(Built {
@@ -117,7 +146,7 @@ impl Renders {
         &self,
         config: &Arc<RenderConfig>,
         settings: &SettingsKey,
-    ) -> Result<Arc<Renderer>, String> {
+    ) -> Result<Arc<Renderer>, BuildError> {
         let mut renderers = self
             .renderers
             .lock()
@@ -134,10 +163,10 @@ impl Renders {
             config
                 .settings
                 .set_agent_setting(key, value)
-                .map_err(|e| format!("the agent's settings: {e}"))?;
+                .map_err(BuildError::Settings)?;
         }
         let renderer = Renderer::new(config)
-            .map_err(|e| format!("cannot render for the agent's settings: {e}"))?
+            .map_err(BuildError::Renderer)?
             .with_default_certificate(self.default_certificate.clone());
         let renderer = Arc::new(renderer);
         renderers

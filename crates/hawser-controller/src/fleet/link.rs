@@ -219,7 +219,11 @@ impl Link {
         let built = match self.renders.build(&snapshot, &settings) {
             Ok(built) => built,
             Err(error) => {
-                self.update(|a| a.last_error = Some(error.clone()));
+                warn!(
+                    reason = error.metric_label(),
+                    "cannot build the agent's render: {error}"
+                );
+                self.update(|a| a.last_error = Some(error.to_string()));
                 return true;
             }
         };
