@@ -24,9 +24,9 @@ use hawser_pki::tls::{SharedMaterial, client_config, verify_server_chain, watch_
 use hawser_render::{RenderConfig, Renderer};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
-use super::tasks::SHUTDOWN_GRACE;
+use super::tasks::{SHUTDOWN_GRACE, Tasks};
 use super::{UsageError, input};
 use crate::cli::ControllerArgs;
 
@@ -101,16 +101,30 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
     // Once, at start: how much of the sandbox around checks this kernel enforces.
     hawser_haproxy::sandbox::announce();
     let metrics = Arc::new(Metrics::new());
-    tokio::spawn(Arc::clone(&metrics).follow_fleet(fleet.status()));
-    tokio::spawn(Arc::clone(&metrics).follow_renders(controller_rx.clone()));
-    tokio::spawn(Arc::clone(&metrics).follow_leader(leader_tx.subscribe()));
-    let expiry = tokio::spawn(Arc::clone(&metrics).follow_certificate(material.clone()));
     let (stop_tx, stop_rx) = watch::channel(false);
     let stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|s| *s).await;
     };
+    let mut tasks = Tasks::new(stop_rx.clone());
+    tasks.spawn_until_stop(
+        "metrics_fleet",
+        Arc::clone(&metrics).follow_fleet(fleet.status()),
+    );
+    tasks.spawn_until_stop(
+        "metrics_renders",
+        Arc::clone(&metrics).follow_renders(controller_rx.clone()),
+    );
+    // Ends at once over a manifests directory, where nobody elects a leader.
+    tasks.spawn_job(
+        "metrics_leader",
+        Arc::clone(&metrics).follow_leader(leader_tx.subscribe()),
+    );
+    tasks.spawn_until_stop(
+        "metrics_certificate",
+        Arc::clone(&metrics).follow_certificate(material.clone()),
+    );
     let admin_addr = admin_listener.local_addr()?;
-    let admin_task = tokio::spawn(admin::serve(
+    let admin = admin::serve(
         admin_listener,
         AdminState {
             agent: None,
@@ -120,72 +134,83 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
             metrics,
         },
         stopped(stop_rx.clone()),
-    ));
-
-    let result = match cluster {
-        None => {
-            let manifests = args
-                .manifests
-                .clone()
-                .context("--manifests or --kubernetes is required")?;
-            info!(
-                "hawser controller: manifests {}, {} agent(s), epoch {}, admin http://{admin_addr}",
-                manifests.display(),
-                args.agents.len(),
-                args.epoch,
-            );
-            drop(leader_tx);
-            // Checked before it is pushed when HAProxy is at hand (agents
-            // check what they stage either way).
-            let judge = HaproxyBinary::locate()
-                .ok()
-                .map(|haproxy| Judge::gate(haproxy, gate::config_policy(&config)));
-            let source = run_local(
-                manifests,
-                renderer,
-                fleet.sink(),
-                hawser_plan::Generation::new(1),
-                judge,
-                controller_tx,
-                stopped(stop_rx.clone()),
-            );
-            tokio::select! {
-                result = source => result.map_err(anyhow::Error::from),
-                () = super::shutdown_signal() => Ok(()),
-            }
+    );
+    tasks.spawn("admin", async move {
+        if let Err(e) = admin.await {
+            error!("the admin listener failed: {e}");
         }
-        Some(cluster) => {
-            info!(
-                "hawser controller: cluster namespace {}, admin http://{admin_addr}",
-                cluster.namespace
-            );
-            let started = cluster::Started {
-                renderer: config_valid.then_some(renderer),
-                config,
-                default_certificate,
-                leader: leader_tx,
-                controller: controller_tx,
-                stop: stop_rx.clone(),
-            };
-            // On a signal the loops are told to stop and given their grace
-            // (the Lease is released, the webhook closes) before the rest.
-            let run = cluster.run(args, &fleet, started);
-            tokio::pin!(run);
-            tokio::select! {
-                result = &mut run => result,
-                () = super::shutdown_signal() => {
-                    let _ = stop_tx.send(true);
-                    tokio::time::timeout(SHUTDOWN_GRACE * 2, run)
-                        .await
-                        .unwrap_or(Ok(()))
+    });
+
+    let main = async {
+        match cluster {
+            None => {
+                let manifests = args
+                    .manifests
+                    .clone()
+                    .context("--manifests or --kubernetes is required")?;
+                info!(
+                    "hawser controller: manifests {}, {} agent(s), epoch {}, admin http://{admin_addr}",
+                    manifests.display(),
+                    args.agents.len(),
+                    args.epoch,
+                );
+                drop(leader_tx);
+                // Checked before it is pushed when HAProxy is at hand (agents
+                // check what they stage either way).
+                let judge = HaproxyBinary::locate()
+                    .ok()
+                    .map(|haproxy| Judge::gate(haproxy, gate::config_policy(&config)));
+                let source = run_local(
+                    manifests,
+                    renderer,
+                    fleet.sink(),
+                    hawser_plan::Generation::new(1),
+                    judge,
+                    controller_tx,
+                    stopped(stop_rx.clone()),
+                );
+                tokio::select! {
+                    result = source => result.map_err(anyhow::Error::from),
+                    () = super::shutdown_signal() => Ok(()),
+                }
+            }
+            Some(cluster) => {
+                info!(
+                    "hawser controller: cluster namespace {}, admin http://{admin_addr}",
+                    cluster.namespace
+                );
+                let started = cluster::Started {
+                    renderer: config_valid.then_some(renderer),
+                    config,
+                    default_certificate,
+                    leader: leader_tx,
+                    controller: controller_tx,
+                    stop: stop_rx.clone(),
+                };
+                // On a signal the loops are told to stop and given their grace
+                // (the Lease is released, the webhook closes) before the rest.
+                let run = cluster.run(args, &fleet, started);
+                tokio::pin!(run);
+                tokio::select! {
+                    result = &mut run => result,
+                    () = super::shutdown_signal() => {
+                        let _ = stop_tx.send(true);
+                        tokio::time::timeout(SHUTDOWN_GRACE * 2, run)
+                            .await
+                            .unwrap_or(Ok(()))
+                    }
                 }
             }
         }
     };
+    let result = tasks.run_until(main).await;
     let _ = stop_tx.send(true);
-    let _ = admin_task.await;
+    tasks.drain(SHUTDOWN_GRACE).await;
     fleet.stop().await;
-    expiry.abort();
+    let result = match result {
+        Ok(result) => result,
+        Err(ended) => Err(ended.into()),
+    };
     result.map(|()| ExitCode::SUCCESS)
 }
 

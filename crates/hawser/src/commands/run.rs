@@ -138,7 +138,7 @@ where
         let _ = rx.wait_for(|s| *s).await;
     };
     let mut tasks = Tasks::new(stop_rx.clone());
-    tasks.spawn(
+    tasks.spawn_until_stop(
         "metrics",
         Arc::clone(&metrics).follow(handle.clone(), controller_rx.clone()),
     );

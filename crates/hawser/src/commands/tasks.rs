@@ -72,6 +72,23 @@ impl Tasks {
         );
     }
 
+    /// Runs `task`, a loop that does not watch the command's stop itself (a
+    /// metrics follower), until the command stops; its end before then is
+    /// fatal.
+    pub fn spawn_until_stop(
+        &mut self,
+        name: &'static str,
+        task: impl Future<Output = ()> + Send + 'static,
+    ) {
+        let mut stopping = self.stopping.clone();
+        self.spawn(name, async move {
+            tokio::select! {
+                () = task => {}
+                _ = stopping.wait_for(|stopping| *stopping) => {}
+            }
+        });
+    }
+
     /// Runs a job that may finish on its own (a one-off check at start).
     pub fn spawn_job(
         &mut self,
@@ -220,6 +237,17 @@ mod tests {
         stop.send_replace(true);
         tasks.drain(Duration::from_millis(100)).await;
         assert!(released.await.is_ok(), "the lease loop ended on stop");
+    }
+
+    #[tokio::test]
+    async fn a_loop_that_does_not_watch_the_stop_is_cut_by_it() {
+        let (mut tasks, stop) = running();
+        tasks.spawn_until_stop("metrics", std::future::pending());
+        stop.send_replace(true);
+        let drained =
+            tokio::time::timeout(Duration::from_secs(5), tasks.drain(Duration::from_secs(30)))
+                .await;
+        assert!(drained.is_ok(), "the follower ended with the stop");
     }
 
     #[tokio::test]
