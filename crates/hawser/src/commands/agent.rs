@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
+use super::tasks::{SHUTDOWN_GRACE, Tasks};
 use crate::admin::{self, AdminState};
 use crate::metrics::Metrics;
 use anyhow::Context as _;
@@ -22,7 +23,7 @@ use hawser_proto::transport;
 use hawser_render::AGENT_SETTINGS;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tracing::info;
+use tracing::{error, info};
 
 use super::UsageError;
 use crate::cli::{AgentArgs, AgentCommand, AgentServeArgs};
@@ -137,12 +138,19 @@ async fn serve(args: &AgentServeArgs) -> anyhow::Result<()> {
     // No controller in this process: its status stays empty (kept open so
     // the metrics keep following the agent).
     let (_no_controller, controller_rx) = admin::no_controller();
-    let admin_task = admin_listener.map(|listener| {
+    let mut tasks = Tasks::new(stop_rx.clone());
+    if let Some(listener) = admin_listener {
         let metrics = Arc::new(Metrics::new());
-        tokio::spawn(Arc::clone(&metrics).follow(handle.clone(), controller_rx.clone()));
-        tokio::spawn(Arc::clone(&metrics).follow_certificate(material.clone()));
+        tasks.spawn_until_stop(
+            "metrics",
+            Arc::clone(&metrics).follow(handle.clone(), controller_rx.clone()),
+        );
+        tasks.spawn_until_stop(
+            "metrics_certificate",
+            Arc::clone(&metrics).follow_certificate(material.clone()),
+        );
         let mut stop = stop_rx.clone();
-        tokio::spawn(admin::serve(
+        let admin = admin::serve(
             listener,
             AdminState {
                 agent: Some(handle.clone()),
@@ -154,8 +162,13 @@ async fn serve(args: &AgentServeArgs) -> anyhow::Result<()> {
             async move {
                 let _ = stop.wait_for(|s| *s).await;
             },
-        ))
-    });
+        );
+        tasks.spawn("admin", async move {
+            if let Err(e) = admin.await {
+                error!("the admin listener failed: {e}");
+            }
+        });
+    }
 
     info!(
         "hawser agent {}: control on {listen} (mutual TLS 1.3), state {}, tls {}",
@@ -173,14 +186,12 @@ async fn serve(args: &AgentServeArgs) -> anyhow::Result<()> {
             ),
             super::shutdown_signal(),
         );
-    let result = server.await.context("the control server failed");
+    let result = tasks.run_until(server).await;
     info!("stopping");
     let _ = stop_tx.send(true);
-    if let Some(task) = admin_task {
-        let _ = task.await;
-    }
+    tasks.drain(SHUTDOWN_GRACE).await;
     agent.shutdown().await?;
-    result
+    result?.context("the control server failed")
 }
 
 fn health_answer(started: Arc<OnceLock<(AgentHandle, ControlService)>>) -> local::HealthFn {
