@@ -23,7 +23,7 @@ use std::borrow::Cow;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use hawser_haproxy::{ConfigPolicy, HaproxyBinary};
+use hawser_haproxy::{CheckReport, ConfigPolicy, HaproxyBinary};
 use hawser_model::{Object, ObjectRef, Store};
 use hawser_render::{
     Diagnostic, Fault, RenderError, Rendered, Renderer, RouteStatus, Severity, fault_of,
@@ -57,14 +57,23 @@ impl Judge {
     /// The validation gate: `policy`, then `haproxy -c` on a staged tree and
     /// the checks `-c` does not make (see [`crate::gate::check`]).
     pub fn gate(haproxy: HaproxyBinary, policy: ConfigPolicy) -> Self {
-        let gate = Arc::new((haproxy, policy));
+        Judge::gate_reporting(haproxy, policy, |_| {})
+    }
+
+    /// [`Judge::gate`], handing each passing check's report (HAProxy's
+    /// warnings) to `report`.
+    pub fn gate_reporting(
+        haproxy: HaproxyBinary,
+        policy: ConfigPolicy,
+        report: impl Fn(CheckReport) + Send + Sync + 'static,
+    ) -> Self {
+        let gate = Arc::new((haproxy, policy, report));
         Judge::new(move |rendered: &Rendered| {
             let gate = Arc::clone(&gate);
             Box::pin(async move {
-                let (haproxy, policy) = gate.as_ref();
-                crate::gate::check(haproxy, policy, &rendered.files)
-                    .await
-                    .map(drop)
+                let (haproxy, policy, report) = gate.as_ref();
+                report(crate::gate::check(haproxy, policy, &rendered.files).await?);
+                Ok(())
             })
         })
     }

@@ -6,10 +6,8 @@
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use hawser_controller::gate;
 use hawser_controller::quarantine::{Judge, QuarantineError, render_checked};
 use hawser_haproxy::HaproxyBinary;
-use hawser_render::Rendered;
 
 use super::input;
 use crate::cli::InputArgs;
@@ -19,24 +17,12 @@ pub async fn run(args: &InputArgs) -> anyhow::Result<ExitCode> {
     let haproxy = HaproxyBinary::locate()?;
     let problems = inputs.manifests.problems.len();
     let warnings = Arc::new(Mutex::new(Vec::new()));
-    let judge = {
-        let (haproxy, policy, warnings) = (
-            haproxy.clone(),
-            inputs.policy.clone(),
-            Arc::clone(&warnings),
-        );
-        Judge::new(move |rendered: &Rendered| {
-            let (haproxy, policy, warnings) =
-                (haproxy.clone(), policy.clone(), Arc::clone(&warnings));
-            Box::pin(async move {
-                let report = gate::check(&haproxy, &policy, &rendered.files).await?;
-                if let Ok(mut kept) = warnings.lock() {
-                    *kept = report.warnings;
-                }
-                Ok(())
-            })
-        })
-    };
+    let kept = Arc::clone(&warnings);
+    let judge = Judge::gate_reporting(haproxy.clone(), inputs.policy.clone(), move |report| {
+        if let Ok(mut kept) = kept.lock() {
+            *kept = report.warnings;
+        }
+    });
     let checked = render_checked(
         &inputs.renderer,
         &inputs.manifests.store,
