@@ -242,14 +242,14 @@ impl RenderCycle {
 /// servers of backends and the entries of maps. Such a render needs no new
 /// `haproxy -c` before it is delivered; the agent checks what it stages.
 fn only_runtime_changes(last: &Rendered, next: &Rendered) -> bool {
-    use hawser_render::{CONFIG_PATH, FileKind};
-    let structural = |rendered: &Rendered| {
+    use hawser_render::{CONFIG_PATH, FileKind, RenderedFile};
+    // Compared in place: certificates are large, and this runs on every render.
+    fn structural(rendered: &Rendered) -> impl Iterator<Item = (&str, &RenderedFile)> {
         rendered
             .files
             .iter()
             .filter(|(path, file)| *path != CONFIG_PATH && file.kind != FileKind::Map)
-            .map(|(path, file)| (path.to_string(), file.clone()))
-            .collect::<Vec<_>>()
-    };
-    last.plan.structure_digest == next.plan.structure_digest && structural(last) == structural(next)
+    }
+    last.plan.structure_digest == next.plan.structure_digest
+        && structural(last).eq(structural(next))
 }
