@@ -22,11 +22,10 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use hawser_controller::cluster::{KubeSourceOptions, SourceConfig, run_kube};
-use hawser_controller::cycle::{ControllerStatus, Deliver};
+use hawser_controller::cycle::{ControllerStatus, CycleRender, Deliver};
 use hawser_fake_api::FakeApi;
-use hawser_model::Store;
 use hawser_plan::Generation;
-use hawser_render::{RenderConfig, Rendered, Renderer};
+use hawser_render::{RenderConfig, Renderer};
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::api::networking::v1 as networking;
@@ -80,8 +79,8 @@ fn fill(fake: &FakeApi, ingresses: usize) {
 struct FirstRender(mpsc::UnboundedSender<usize>);
 
 impl Deliver for FirstRender {
-    fn deliver(&self, _: Generation, store: &Arc<Store>, _: &Rendered) {
-        let _ = self.0.send(store.len());
+    fn deliver(&self, render: &CycleRender) {
+        let _ = self.0.send(render.store.len());
     }
 }
 

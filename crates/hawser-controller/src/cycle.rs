@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use hawser_model::Store;
 use hawser_plan::Generation;
-use hawser_render::{Rendered, Renderer, Severity};
+use hawser_render::{RenderConfig, Rendered, Renderer, Severity};
 use serde::Serialize;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -29,15 +29,34 @@ pub const DEBOUNCE: Duration = Duration::from_millis(200);
 
 /// Where each new render goes.
 pub trait Deliver {
-    /// `rendered` is the render of `store` under the controller's own settings.
-    fn deliver(&self, generation: Generation, store: &Arc<Store>, rendered: &Rendered);
+    /// The renderer to render with, made from the source's `base`: the
+    /// fleet renders for the settings its agents ask for, so one render is
+    /// judged, reported and pushed. `None`: `base` itself.
+    fn renderer(&self, _base: &Renderer) -> Option<Arc<Renderer>> {
+        None
+    }
+
+    /// A render that differs from the last: the next generation.
+    fn deliver(&self, render: &CycleRender);
 
     /// Every store rendered without error, delivered or not (a render
     /// equal to the last is not delivered, but what it was made from may
-    /// still change the status written about it). `generation` is the one
-    /// whose configuration this render is: the new one, or the last
-    /// delivered when the render is equal to it.
-    fn rendered(&self, _generation: Generation, _store: &Arc<Store>, _rendered: &Rendered) {}
+    /// still change the status written about it). `render.generation` is
+    /// the one whose configuration this render is: the new one, or the
+    /// last delivered when the render is equal to it.
+    fn rendered(&self, _render: &CycleRender) {}
+}
+
+/// One render of the cycle, as handed to a [`Deliver`] sink.
+#[derive(Debug, Clone)]
+pub struct CycleRender {
+    pub generation: Generation,
+    /// What was rendered: the source's read, less what is quarantined.
+    pub store: Arc<Store>,
+    pub rendered: Arc<Rendered>,
+    /// The source's configuration (the renderer's before
+    /// [`Deliver::renderer`] added the sink's settings).
+    pub config: Arc<RenderConfig>,
 }
 
 /// What the controller side of `hawser run` reports.
@@ -87,7 +106,7 @@ pub struct SourceRead {
 pub struct RenderCycle {
     next_generation: Generation,
     /// The last render handed over, to skip renders that change nothing.
-    last: Option<Rendered>,
+    last: Option<Arc<Rendered>>,
     /// Diagnostics already logged, so each is logged once, when it appears.
     reported: Vec<String>,
     /// Checks each render before it is delivered; none: delivered unchecked
@@ -163,6 +182,9 @@ impl RenderCycle {
             problems,
             started,
         } = read;
+        let config = Arc::clone(renderer.config());
+        let for_sink = sink.renderer(renderer);
+        let renderer = for_sink.as_deref().unwrap_or(renderer);
         let checked = self
             .checked_render(renderer, &store)
             .await
@@ -203,25 +225,29 @@ impl RenderCycle {
             .as_ref()
             .is_some_and(|last| last.files == rendered.files && last.plan == rendered.plan);
         let store = Arc::new(store);
-        let generation = if unchanged {
-            None
-        } else {
+        let rendered = Arc::new(rendered);
+        let generation = (!unchanged).then(|| {
             let generation = self.next_generation;
             self.next_generation = generation.next();
+            generation
+        });
+        let render = CycleRender {
+            // A render equal to the last is that generation's configuration.
+            generation: generation.unwrap_or(self.next_generation.previous()),
+            store,
+            rendered,
+            config,
+        };
+        if let Some(generation) = generation {
             info!(
                 generation = generation.get(),
                 "rendered: {} objects",
-                store.len()
+                render.store.len()
             );
-            sink.deliver(generation, &store, &rendered);
-            Some(generation)
-        };
-        // A render equal to the last is that generation's configuration.
-        let carried_by = generation.unwrap_or(self.next_generation.previous());
-        sink.rendered(carried_by, &store, &rendered);
-        if generation.is_some() {
-            self.last = Some(rendered);
+            sink.deliver(&render);
+            self.last = Some(Arc::clone(&render.rendered));
         }
+        sink.rendered(&render);
         status.send_modify(|s| {
             s.renders += 1;
             s.render_error = None;

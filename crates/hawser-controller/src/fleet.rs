@@ -39,8 +39,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use hawser_model::{Kind, ObjectKey, ObjectRef, Store};
-use hawser_plan::Generation;
-use hawser_render::{CertificatePem, RenderConfig, Severity};
+use hawser_render::{CertificatePem, RenderConfig, Rendered, Severity};
 use rustls_pki_types::CertificateDer;
 use serde::Serialize;
 use tokio::sync::watch;
@@ -50,7 +49,7 @@ pub use build::Renders;
 
 use self::members::Members;
 
-use crate::cycle::Deliver;
+use crate::cycle::{CycleRender, Deliver};
 
 /// One agent to push to.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -108,6 +107,10 @@ pub struct Snapshot {
     /// render (and the webhook's dry run) uses it, so a HawserConfig change
     /// reaches every agent as one generation.
     pub config: Arc<RenderConfig>,
+    /// The render cycle's render of `store` (under `config` and the
+    /// settings most agents ask for): the agents asking for those settings
+    /// receive it as it is.
+    pub rendered: Option<Arc<Rendered>>,
     /// The Ingresses this render serves (ours, not rejected).
     pub served: Arc<BTreeSet<ObjectKey>>,
     /// The objects this render rejected, and why.
@@ -164,6 +167,7 @@ impl FleetStatus {
 pub struct Fleet {
     snapshots: Arc<watch::Sender<Option<Arc<Snapshot>>>>,
     stores: Arc<watch::Sender<Option<RenderedStore>>>,
+    renders: Arc<Renders>,
     status: watch::Receiver<FleetStatus>,
     members: Arc<Members>,
     followers: Mutex<Vec<JoinHandle<()>>>,
@@ -193,7 +197,7 @@ impl Fleet {
         let agents = config.agents.clone();
         let members = Arc::new(Members::new(
             config,
-            renders,
+            Arc::clone(&renders),
             snapshots_rx,
             status_tx,
             stop_rx,
@@ -202,6 +206,7 @@ impl Fleet {
         Ok(Fleet {
             snapshots: Arc::new(snapshots),
             stores: Arc::new(watch::channel(None).0),
+            renders,
             status,
             members,
             followers: Mutex::new(vec![epoch]),
@@ -215,7 +220,11 @@ impl Fleet {
 
     /// Where the render cycle delivers.
     pub fn sink(&self) -> FleetSink {
-        FleetSink(Arc::clone(&self.snapshots), Arc::clone(&self.stores))
+        FleetSink {
+            snapshots: Arc::clone(&self.snapshots),
+            stores: Arc::clone(&self.stores),
+            renders: Arc::clone(&self.renders),
+        }
     }
 
     /// Makes `agents` the fleet: links to new agents start at once (and
@@ -281,23 +290,25 @@ async fn follow_epoch(
 /// Delivers each render cycle's store to every link; every rendered store,
 /// delivered or not, to the Gateway API status writer.
 #[derive(Debug, Clone)]
-pub struct FleetSink(
-    Arc<watch::Sender<Option<Arc<Snapshot>>>>,
-    Arc<watch::Sender<Option<RenderedStore>>>,
-);
+pub struct FleetSink {
+    snapshots: Arc<watch::Sender<Option<Arc<Snapshot>>>>,
+    stores: Arc<watch::Sender<Option<RenderedStore>>>,
+    renders: Arc<Renders>,
+}
 
 impl Deliver for FleetSink {
-    fn deliver(
-        &self,
-        generation: Generation,
-        store: &Arc<Store>,
-        rendered: &hawser_render::Rendered,
-    ) {
-        self.0.send_replace(Some(Arc::new(Snapshot {
-            generation: generation.get(),
-            store: Arc::clone(store),
-            config: Arc::clone(&rendered.config),
-            served: Arc::new(served_ingresses(store, rendered)),
+    fn renderer(&self, base: &hawser_render::Renderer) -> Option<Arc<hawser_render::Renderer>> {
+        self.renders.cycle_renderer(base)
+    }
+
+    fn deliver(&self, render: &CycleRender) {
+        let rendered = &render.rendered;
+        self.snapshots.send_replace(Some(Arc::new(Snapshot {
+            generation: render.generation.get(),
+            store: Arc::clone(&render.store),
+            config: Arc::clone(&render.config),
+            rendered: Some(Arc::clone(rendered)),
+            served: Arc::new(served_ingresses(&render.store, rendered)),
             rejected: Arc::new(
                 rendered
                     .diagnostics
@@ -309,14 +320,8 @@ impl Deliver for FleetSink {
         })));
     }
 
-    fn rendered(
-        &self,
-        generation: Generation,
-        store: &Arc<Store>,
-        rendered: &hawser_render::Rendered,
-    ) {
-        self.1
-            .send_replace(Some(RenderedStore::of(generation.get(), store, rendered)));
+    fn rendered(&self, render: &CycleRender) {
+        self.stores.send_replace(Some(RenderedStore::of(render)));
     }
 }
 
@@ -335,16 +340,12 @@ pub struct RenderedStore {
 }
 
 impl RenderedStore {
-    pub fn of(
-        generation: u64,
-        store: &Arc<Store>,
-        rendered: &hawser_render::Rendered,
-    ) -> RenderedStore {
+    pub fn of(render: &CycleRender) -> RenderedStore {
         RenderedStore {
-            generation,
-            store: Arc::clone(store),
-            config: Arc::clone(&rendered.config),
-            gateway_status: Arc::clone(&rendered.gateway_status),
+            generation: render.generation.get(),
+            store: Arc::clone(&render.store),
+            config: Arc::clone(&render.config),
+            gateway_status: Arc::clone(&render.rendered.gateway_status),
         }
     }
 }
@@ -368,12 +369,12 @@ pub fn served_ingresses(store: &Store, rendered: &hawser_render::Rendered) -> BT
 impl FleetSink {
     /// Every snapshot delivered (the webhook and the status writer follow it).
     pub fn subscribe(&self) -> watch::Receiver<Option<Arc<Snapshot>>> {
-        self.0.subscribe()
+        self.snapshots.subscribe()
     }
 
     /// The newest store rendered without error, whether its render was
     /// delivered or equal to the last (the Gateway API status follows it).
     pub fn subscribe_stores(&self) -> watch::Receiver<Option<RenderedStore>> {
-        self.1.subscribe()
+        self.stores.subscribe()
     }
 }

@@ -78,6 +78,24 @@ impl Judge {
         })
     }
 
+    /// The gate of the controller's render cycle, whose policy trusts the
+    /// paths of each render's own configuration (see
+    /// [`crate::gate::config_policy`]). That configuration is the
+    /// controller's, with the settings its agents ask for (their own socket
+    /// and state file, which each agent's policy trusts alike): never
+    /// anything a candidate object says.
+    pub fn render_gate(haproxy: HaproxyBinary) -> Self {
+        let haproxy = Arc::new(haproxy);
+        Judge::new(move |rendered: &Rendered| {
+            let haproxy = Arc::clone(&haproxy);
+            Box::pin(async move {
+                let policy = crate::gate::config_policy(&rendered.config);
+                crate::gate::check(&haproxy, &policy, &rendered.files).await?;
+                Ok(())
+            })
+        })
+    }
+
     /// This judge, except that a check that could not run (HAProxy missing,
     /// a timeout, no room to stage) lets the render pass with a warning:
     /// that is no verdict on the render, and the agent's own check of what it

@@ -100,28 +100,17 @@ struct Deliveries(
 );
 
 impl Deliver for Deliveries {
-    fn deliver(
-        &self,
-        generation: Generation,
-        store: &Arc<Store>,
-        rendered: &hawser_render::Rendered,
-    ) {
-        let _ = self
-            .0
-            .send((generation, Arc::clone(store), Arc::clone(&rendered.config)));
+    fn deliver(&self, render: &crate::cycle::CycleRender) {
+        let _ = self.0.send((
+            render.generation,
+            Arc::clone(&render.store),
+            Arc::clone(&render.rendered.config),
+        ));
     }
 
-    fn rendered(
-        &self,
-        generation: Generation,
-        store: &Arc<Store>,
-        rendered: &hawser_render::Rendered,
-    ) {
-        self.1.send_replace(Some(crate::fleet::RenderedStore::of(
-            generation.get(),
-            store,
-            rendered,
-        )));
+    fn rendered(&self, render: &crate::cycle::CycleRender) {
+        self.1
+            .send_replace(Some(crate::fleet::RenderedStore::of(render)));
     }
 }
 
@@ -624,6 +613,7 @@ async fn ingress_status_is_written_once_per_real_change_by_the_leader_only() {
             generation,
             store: Arc::new(Store::new()),
             config: Arc::default(),
+            rendered: None,
             served: Arc::new(served.clone()),
             rejected: Arc::default(),
         }))
@@ -719,6 +709,7 @@ async fn a_rejection_becomes_one_event_from_the_leader() {
             generation,
             store: Arc::new(Store::new()),
             config: Arc::default(),
+            rendered: None,
             served: Arc::default(),
             rejected: Arc::new(rejected),
         }))

@@ -1,11 +1,17 @@
 //! Renders per agent settings, and what a render looks like on the wire.
+//!
+//! One render per generation and set of agent settings: the render cycle
+//! renders under the settings most agents ask for ([`Renders::cycle_renderer`]),
+//! and a link whose agent asks for those settings takes that render as it
+//! is ([`Renders::build`]); only an agent asking for other settings costs a
+//! render of its own, shared with every agent asking for the same.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use hawser_plan::{PLAN_FORMAT, PlanFormatError, digest, encode};
 use hawser_proto::v1;
-use hawser_render::{CertificatePem, RenderConfig, RenderError, Renderer};
+use hawser_render::{CertificatePem, RenderConfig, RenderError, Rendered, Renderer};
 
 use super::Snapshot;
 
@@ -32,7 +38,8 @@ impl Built {
     }
 }
 
-type SettingsKey = BTreeMap<String, String>;
+/// What an agent asks the controller to render for it (its sockets, ports).
+pub type SettingsKey = BTreeMap<String, String>;
 
 /// Why an agent's render could not be built (shown as its `last_error`).
 #[derive(Debug, thiserror::Error)]
@@ -67,6 +74,8 @@ pub struct Renders {
     default_certificate: CertificatePem,
     renderers: Mutex<Renderers>,
     built: Mutex<HashMap<SettingsKey, Arc<Built>>>,
+    /// The settings each linked agent last asked for, by agent address.
+    asked: Mutex<BTreeMap<String, SettingsKey>>,
 }
 
 #[derive(Debug)]
@@ -89,7 +98,55 @@ impl Renders {
                 by_settings: HashMap::new(),
             }),
             built: Mutex::default(),
+            asked: Mutex::default(),
         })
+    }
+
+    /// Notes the settings the agent at `agent` asks for.
+    pub fn asked_by(&self, agent: &str, settings: &SettingsKey) {
+        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        if asked.get(agent) != Some(settings) {
+            asked.insert(agent.to_string(), settings.clone());
+        }
+    }
+
+    /// Forgets an agent that left the fleet.
+    pub fn forget(&self, agent: &str) {
+        self.asked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(agent);
+    }
+
+    /// The settings most agents ask for (the smallest of equals), `None`
+    /// before any agent said.
+    fn most_asked(&self) -> Option<SettingsKey> {
+        let asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut counts: BTreeMap<&SettingsKey, usize> = BTreeMap::new();
+        for settings in asked.values() {
+            *counts.entry(settings).or_default() += 1;
+        }
+        let most = counts.values().copied().max()?;
+        counts
+            .into_iter()
+            .find(|(_, count)| *count == most)
+            .map(|(settings, _)| settings.clone())
+    }
+
+    /// The renderer the render cycle should render with: `base` (the
+    /// source's, under the controller's configuration) with the settings
+    /// most agents ask for, so that its render, judged and reported, is
+    /// the one those agents receive. `None` while no agent has said what it
+    /// asks for, or when its settings cannot apply: then `base`.
+    pub fn cycle_renderer(&self, base: &Renderer) -> Option<Arc<Renderer>> {
+        let settings = self.most_asked()?;
+        match self.renderer(base.config(), &settings) {
+            Ok(renderer) => Some(renderer),
+            Err(error) => {
+                tracing::warn!("rendering for the controller's own settings: {error}");
+                None
+            }
+        }
     }
 
     /// The render of `snapshot` for an agent asking for `settings`.
@@ -108,9 +165,17 @@ impl Renders {
             return Ok(Arc::clone(built));
         }
         let renderer = self.renderer(&snapshot.config, settings)?;
-        let rendered = renderer
-            .render(&snapshot.store)
-            .map_err(BuildError::Render)?;
+        let fresh;
+        let rendered: &Rendered = match &snapshot.rendered {
+            // The cycle rendered for these settings already.
+            Some(rendered) if *rendered.config == **renderer.config() => rendered,
+            _ => {
+                fresh = renderer
+                    .render(&snapshot.store)
+                    .map_err(BuildError::Render)?;
+                &fresh
+            }
+        };
         let mut blobs = HashMap::new();
         let files = rendered
             .files
@@ -188,6 +253,7 @@ mod tests {
             generation,
             store: Arc::default(),
             config: Arc::new(config),
+            rendered: None,
             served: Arc::default(),
             rejected: Arc::default(),
         }
@@ -220,5 +286,68 @@ mod tests {
             config_text(&second).contains(":9443 ssl"),
             "the agent's own setting stays"
         );
+    }
+
+    fn settings(pairs: &[(&str, &str)]) -> SettingsKey {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_cycle_renders_for_the_settings_most_agents_ask_for() {
+        let certificate = generate_default_certificate().unwrap();
+        let renders = Renders::new(RenderConfig::default(), certificate.clone()).unwrap();
+        let base = Renderer::new(RenderConfig::default())
+            .unwrap()
+            .with_default_certificate(certificate);
+        assert!(
+            renders.cycle_renderer(&base).is_none(),
+            "no agent has said what it asks for"
+        );
+        let common = settings(&[("httpsPort", "9443")]);
+        renders.asked_by("a", &common);
+        renders.asked_by("b", &settings(&[("httpsPort", "9444")]));
+        renders.asked_by("c", &common);
+        let cycle = renders.cycle_renderer(&base).unwrap();
+        assert_eq!(cycle.config().settings.https_port, 9443);
+
+        renders.forget("a");
+        renders.forget("c");
+        let cycle = renders.cycle_renderer(&base).unwrap();
+        assert_eq!(cycle.config().settings.https_port, 9444);
+    }
+
+    #[test]
+    fn agents_asking_for_the_cycle_settings_take_its_render_as_it_is() {
+        let certificate = generate_default_certificate().unwrap();
+        let renders = Renders::new(RenderConfig::default(), certificate.clone()).unwrap();
+        let base = Renderer::new(RenderConfig::default())
+            .unwrap()
+            .with_default_certificate(certificate);
+        let common = settings(&[("httpsPort", "9443")]);
+        renders.asked_by("a", &common);
+        let cycle = renders.cycle_renderer(&base).unwrap();
+        let mut rendered = cycle.render(&hawser_model::Store::default()).unwrap();
+        // Marks the cycle's render: a render of the store would not have it.
+        rendered
+            .files
+            .insert("maps/marked.map", hawser_plan::FileKind::Map, "cycle\n");
+        let snapshot = Snapshot {
+            rendered: Some(Arc::new(rendered)),
+            ..snapshot(1, RenderConfig::default())
+        };
+        let marked = |built: &Built| built.files.iter().any(|f| f.path == "maps/marked.map");
+
+        let shared = renders.build(&snapshot, &common).unwrap();
+        assert!(marked(&shared), "the cycle's render is pushed as it is");
+        assert!(config_text(&shared).contains(":9443 ssl"));
+
+        let other = renders
+            .build(&snapshot, &settings(&[("httpsPort", "9444")]))
+            .unwrap();
+        assert!(!marked(&other), "other settings get a render of their own");
+        assert!(config_text(&other).contains(":9444 ssl"));
     }
 }

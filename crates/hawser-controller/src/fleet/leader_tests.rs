@@ -172,14 +172,19 @@ async fn serve_stub(pki: &std::path::Path) -> (StubAgent, std::net::SocketAddr, 
     (stub, addr, controller_tls)
 }
 
-/// The render of an empty store under `config`.
-fn render(config: RenderConfig) -> (Arc<hawser_model::Store>, hawser_render::Rendered) {
+/// Generation `generation`: the render of an empty store under `config`.
+fn render(generation: u64, config: RenderConfig) -> CycleRender {
     let store = Arc::new(hawser_model::Store::new());
     let rendered = hawser_render::Renderer::new(config)
         .unwrap()
         .render(&store)
         .unwrap();
-    (store, rendered)
+    CycleRender {
+        generation: Generation::new(generation),
+        store,
+        config: Arc::clone(&rendered.config),
+        rendered: Arc::new(rendered),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -198,8 +203,7 @@ async fn an_agent_serves_a_generation_until_it_serves_a_newer_one() {
             .next()
             .and_then(|a| a.serving_generation)
     };
-    let (store, rendered) = render(RenderConfig::default());
-    sink.deliver(Generation::new(1), &store, &rendered);
+    sink.deliver(&render(1, RenderConfig::default()));
     until("it serves generation 1", || serving(&fleet) == Some(1)).await;
 
     // Generation 2 is pushed but not applied: the agent serves 1 meanwhile.
@@ -207,8 +211,7 @@ async fn an_agent_serves_a_generation_until_it_serves_a_newer_one() {
     let pushed = pushes_by(&stub, "a").len();
     let mut changed = RenderConfig::default();
     changed.settings.http_port = 8080;
-    let (store, rendered) = render(changed);
-    sink.deliver(Generation::new(2), &store, &rendered);
+    sink.deliver(&render(2, changed));
     until("generation 2 is pushed", || {
         pushes_by(&stub, "a").len() > pushed + 1
     })
@@ -231,9 +234,9 @@ async fn only_the_leader_pushes_and_losing_the_lead_stops_it() {
     let b = controller("b", addr, &controller_tls, b_leader);
     let sink_a = a.sink();
     let sink_b = b.sink();
-    let (store, rendered) = render(RenderConfig::default());
-    sink_a.deliver(Generation::new(1), &store, &rendered);
-    sink_b.deliver(Generation::new(1), &store, &rendered);
+    let first = render(1, RenderConfig::default());
+    sink_a.deliver(&first);
+    sink_b.deliver(&first);
 
     until("the leader pushes", || !pushes_by(&stub, "a").is_empty()).await;
     assert!(pushes_by(&stub, "a").iter().all(|&e| e == 2));

@@ -216,6 +216,7 @@ impl Link {
         let state = live.state.borrow_and_update().clone();
         let settings: BTreeMap<String, String> =
             state.render_settings.clone().into_iter().collect();
+        self.renders.asked_by(&self.key, &settings);
         let built = match self.renders.build(&snapshot, &settings) {
             Ok(built) => built,
             Err(error) => {

@@ -62,6 +62,7 @@ impl Members {
                 // an interrupted Apply is one the agent already survives.
                 link.abort();
             }
+            self.renders.forget(&key);
             self.status.send_modify(|s| {
                 s.agents.remove(&key);
             });

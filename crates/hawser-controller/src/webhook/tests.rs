@@ -80,6 +80,7 @@ fn state() -> WebhookState {
         generation: 1,
         store: Arc::new(store),
         config: Arc::default(),
+        rendered: None,
         served: Arc::default(),
         rejected: Arc::default(),
     })));

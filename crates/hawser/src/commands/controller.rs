@@ -15,7 +15,6 @@ use crate::metrics::Metrics;
 use anyhow::Context as _;
 use hawser_controller::cycle::ControllerStatus;
 use hawser_controller::fleet::{AgentTarget, ClientTls, Fleet, FleetConfig};
-use hawser_controller::gate;
 use hawser_controller::local::run_local;
 use hawser_controller::quarantine::Judge;
 use hawser_haproxy::HaproxyBinary;
@@ -157,9 +156,7 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
                 drop(leader_tx);
                 // Checked before it is pushed when HAProxy is at hand (agents
                 // check what they stage either way).
-                let judge = HaproxyBinary::locate()
-                    .ok()
-                    .map(|haproxy| Judge::gate(haproxy, gate::config_policy(&config)));
+                let judge = HaproxyBinary::locate().ok().map(Judge::render_gate);
                 let source = run_local(
                     manifests,
                     renderer,

@@ -12,16 +12,12 @@ use crate::admin::{self, AdminState};
 use crate::metrics::Metrics;
 use anyhow::Context as _;
 use hawser_agent::{Agent, AgentConfig, AgentHandle, AgentPaths, Desired};
-use hawser_controller::cycle::{ControllerStatus, Deliver};
+use hawser_controller::cycle::{ControllerStatus, CycleRender, Deliver};
 use hawser_controller::gate;
 use hawser_controller::local::run_local;
 use hawser_controller::quarantine::Judge;
 use hawser_haproxy::HaproxyBinary;
-use hawser_model::Store;
-use hawser_plan::Generation;
-use hawser_render::{
-    CertificatePem, RenderConfig, Rendered, Renderer, generate_default_certificate,
-};
+use hawser_render::{CertificatePem, RenderConfig, Renderer, generate_default_certificate};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tracing::{error, info};
@@ -36,11 +32,11 @@ use crate::cli::RunArgs;
 struct ToAgent(AgentHandle);
 
 impl Deliver for ToAgent {
-    fn deliver(&self, generation: Generation, _store: &Arc<Store>, rendered: &Rendered) {
+    fn deliver(&self, render: &CycleRender) {
         self.0.submit(Desired {
-            generation,
-            files: rendered.files.clone(),
-            plan: rendered.plan.clone(),
+            generation: render.generation,
+            files: render.rendered.files.clone(),
+            plan: render.rendered.plan.clone(),
         });
     }
 }

@@ -15,7 +15,6 @@ use hawser_controller::cluster::{
 };
 use hawser_controller::cycle::ControllerStatus;
 use hawser_controller::fleet::{Fleet, Snapshot};
-use hawser_controller::gate;
 use hawser_controller::quarantine::Judge;
 use hawser_controller::webhook::{WebhookState, router, serve_tls};
 use hawser_crd::{HawserConfig, HawserConfigSpec};
@@ -145,9 +144,7 @@ impl Cluster {
         // once there are objects, then on every change.
         let haproxy = HaproxyBinary::locate().ok();
         let webhook_haproxy = haproxy.clone();
-        let judge = haproxy
-            .clone()
-            .map(|haproxy| Judge::gate(haproxy, gate::config_policy(&started.config)));
+        let judge = haproxy.clone().map(Judge::render_gate);
         let snapshots = fleet.sink().subscribe();
         if source.borrow().renderer.is_some() && !self.spec.tests.is_empty() {
             tasks.spawn_job(
