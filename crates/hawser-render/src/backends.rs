@@ -41,7 +41,9 @@ impl BackendKey {
         validate::label_name("namespace", &self.namespace)?;
         validate::label_name("backend service name", &self.service)?;
         match &self.port {
-            ServicePortRef::Number(n) => validate::port("backend service port", *n).map(|_| ()),
+            ServicePortRef::Number(n) => validate::port("backend service port", *n)
+                .map(|_| ())
+                .map_err(Into::into),
             ServicePortRef::Name(name) => {
                 let ok = !name.is_empty()
                     && name.len() <= 15

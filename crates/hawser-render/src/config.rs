@@ -211,7 +211,7 @@ impl RenderConfig {
             ("serverStateFile", &s.server_state_file),
         ] {
             if let Some(path) = value {
-                validate::absolute_path(path).map_err(|e| invalid(field, e))?;
+                validate::absolute_path(path).map_err(|e| invalid(field, e.into()))?;
             }
         }
         if !s.bind_address.is_empty() && s.bind_address.parse::<std::net::IpAddr>().is_err() {
@@ -230,9 +230,10 @@ impl RenderConfig {
             ("timeouts.queue", &t.queue),
             ("timeouts.tunnel", &t.tunnel),
         ] {
-            validate::duration("value", value).map_err(|e| invalid(field, e))?;
+            validate::duration("value", value).map_err(|e| invalid(field, e.into()))?;
         }
-        validate::duration("value", &s.hard_stop_after).map_err(|e| invalid("hardStopAfter", e))?;
+        validate::duration("value", &s.hard_stop_after)
+            .map_err(|e| invalid("hardStopAfter", e.into()))?;
         if s.hard_stop_after
             .bytes()
             .all(|b| !b.is_ascii_digit() || b == b'0')

@@ -139,7 +139,8 @@ pub(crate) fn gateway_table(
         }
         let invalid = validate::label_name("namespace", &gateway.key.namespace)
             .and_then(|()| validate::subdomain_name("name", &gateway.key.name))
-            .err();
+            .err()
+            .map(String::from);
         let listeners = match &invalid {
             Some(reason) => {
                 diags.reject(&object, reason.clone());

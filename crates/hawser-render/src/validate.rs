@@ -13,64 +13,171 @@ pub use haproxy_regex::{RegexError, compile_like_haproxy};
 /// The longest regular expression a route may carry, in bytes.
 pub const MAX_REGEX_LEN: usize = 1024;
 
+/// Why a value cannot go into HAProxy's configuration or a map file. The
+/// message names what the value is for (`what`), the value, and what is
+/// expected; the render turns it into the rejection of the object that
+/// carried the value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidValue {
+    #[error("{what} {value:?} must be 1 to {max} characters")]
+    Length {
+        what: String,
+        value: String,
+        max: usize,
+    },
+    #[error("host {value:?}: a wildcard may only be the whole first label (\"*.example.com\")")]
+    Wildcard { value: String },
+    #[error("{what} {value:?}: {reason}")]
+    Label {
+        what: String,
+        value: String,
+        #[source]
+        reason: InvalidLabel,
+    },
+    #[error("path {value:?} must start with '/'")]
+    PathStart { value: String },
+    #[error("path {value:?} is longer than 2048 characters")]
+    PathLength { value: String },
+    #[error("path {value:?} holds {character:?}, which is not allowed in a URL path")]
+    PathCharacter { value: String, character: char },
+    #[error("address {value:?} is not an IP address")]
+    Address { value: String },
+    #[error("{what} {value:?} is not a duration (digits and one of us, ms, s, m, h, d)")]
+    Duration { what: String, value: String },
+    #[error(
+        "{value:?} must be an absolute, normalized path (no '.', '..' or empty parts) of letters, digits, '/', '.', '_' and '-'"
+    )]
+    AbsolutePath { value: String },
+    #[error("{what} {value} is not a port between 1 and 65535")]
+    Port { what: String, value: i32 },
+    #[error("{what} {value:?} must be 1 to 256 letters, digits or any of !$&*+-.^_|~")]
+    HeaderName { what: String, value: String },
+    #[error("{what} is longer than 4096 characters")]
+    HeaderValueLength { what: String },
+    #[error("{what} {value:?} holds {character:?}, which is not allowed")]
+    HeaderValueCharacter {
+        what: String,
+        value: String,
+        character: char,
+    },
+    #[error("{what} is empty")]
+    EmptyRegex { what: String },
+    #[error(
+        "{what} is {length} bytes long; the limit for a regular expression is {MAX_REGEX_LEN} bytes"
+    )]
+    RegexLength { what: String, length: usize },
+    #[error("{what} {value:?} holds {character:?}, which is not allowed in a regular expression")]
+    RegexCharacter {
+        what: String,
+        value: String,
+        character: char,
+    },
+    #[error("{what} {value:?} {reason}")]
+    Regex {
+        what: String,
+        value: String,
+        #[source]
+        reason: RegexError,
+    },
+    #[error("{what} {value:?} is not a valid gRPC name")]
+    GrpcName { what: String, value: String },
+}
+
+/// Why a DNS label is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidLabel {
+    #[error("label {0:?} must be 1 to 63 characters")]
+    Length(String),
+    #[error("label {0:?} may hold only lowercase letters, digits and inner '-'")]
+    Characters(String),
+}
+
+/// The render's diagnostics are text: an invalid value becomes the message
+/// of the object it rejects.
+impl From<InvalidValue> for String {
+    fn from(invalid: InvalidValue) -> String {
+        invalid.to_string()
+    }
+}
+
 /// A DNS-1123 subdomain as Kubernetes defines it for Ingress hosts, optionally
 /// with one leading `*.` label. Lowercase only; at most 253 characters.
-pub fn host(value: &str) -> Result<(), String> {
+pub fn host(value: &str) -> Result<(), InvalidValue> {
     let name = value.strip_prefix("*.").unwrap_or(value);
     if name.is_empty() || value.len() > 253 {
-        return Err(format!("host {value:?} must be 1 to 253 characters"));
+        return Err(InvalidValue::Length {
+            what: "host".to_string(),
+            value: value.to_string(),
+            max: 253,
+        });
     }
     if name.contains('*') {
-        return Err(format!(
-            "host {value:?}: a wildcard may only be the whole first label (\"*.example.com\")"
-        ));
+        return Err(InvalidValue::Wildcard {
+            value: value.to_string(),
+        });
     }
+    labels("host", value, name)
+}
+
+/// Each dot-separated label of `name` (`value` less any wildcard).
+fn labels(what: &str, value: &str, name: &str) -> Result<(), InvalidValue> {
     for label in name.split('.') {
-        dns_label(label).map_err(|reason| format!("host {value:?}: {reason}"))?;
+        dns_label(label).map_err(|reason| InvalidValue::Label {
+            what: what.to_string(),
+            value: value.to_string(),
+            reason,
+        })?;
     }
     Ok(())
 }
 
-fn dns_label(label: &str) -> Result<(), String> {
+fn dns_label(label: &str) -> Result<(), InvalidLabel> {
     let valid_chars = label
         .bytes()
         .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
     if label.is_empty() || label.len() > 63 {
-        return Err(format!("label {label:?} must be 1 to 63 characters"));
+        return Err(InvalidLabel::Length(label.to_string()));
     }
     if !valid_chars || label.starts_with('-') || label.ends_with('-') {
-        return Err(format!(
-            "label {label:?} may hold only lowercase letters, digits and inner '-'"
-        ));
+        return Err(InvalidLabel::Characters(label.to_string()));
     }
     Ok(())
 }
 
 /// A DNS-1123 label, as Kubernetes requires of namespaces and Service names.
-pub fn label_name(what: &str, value: &str) -> Result<(), String> {
-    dns_label(value).map_err(|reason| format!("{what} {value:?}: {reason}"))
+pub fn label_name(what: &str, value: &str) -> Result<(), InvalidValue> {
+    dns_label(value).map_err(|reason| InvalidValue::Label {
+        what: what.to_string(),
+        value: value.to_string(),
+        reason,
+    })
 }
 
 /// A DNS-1123 subdomain (Secret, Ingress and EndpointSlice names may hold dots).
-pub fn subdomain_name(what: &str, value: &str) -> Result<(), String> {
+pub fn subdomain_name(what: &str, value: &str) -> Result<(), InvalidValue> {
     if value.is_empty() || value.len() > 253 {
-        return Err(format!("{what} {value:?} must be 1 to 253 characters"));
+        return Err(InvalidValue::Length {
+            what: what.to_string(),
+            value: value.to_string(),
+            max: 253,
+        });
     }
-    for label in value.split('.') {
-        dns_label(label).map_err(|reason| format!("{what} {value:?}: {reason}"))?;
-    }
-    Ok(())
+    labels(what, value, value)
 }
 
 /// An HTTP path for a route: starts with `/` and holds only RFC 3986 path
 /// characters (unreserved, sub-delims other than `'`, `:`, `@`, `/`, and
 /// percent-escapes). No space, `#`, `?`, quote or backslash can pass.
-pub fn path(value: &str) -> Result<(), String> {
+pub fn path(value: &str) -> Result<(), InvalidValue> {
     if !value.starts_with('/') {
-        return Err(format!("path {value:?} must start with '/'"));
+        return Err(InvalidValue::PathStart {
+            value: value.to_string(),
+        });
     }
     if value.len() > 2048 {
-        return Err(format!("path {value:?} is longer than 2048 characters"));
+        return Err(InvalidValue::PathLength {
+            value: value.to_string(),
+        });
     }
     let bytes = value.as_bytes();
     for (i, &b) in bytes.iter().enumerate() {
@@ -80,10 +187,10 @@ pub fn path(value: &str) -> Result<(), String> {
                 && bytes.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
                 && bytes.get(i + 2).is_some_and(u8::is_ascii_hexdigit));
         if !allowed {
-            return Err(format!(
-                "path {value:?} holds {:?}, which is not allowed in a URL path",
-                char::from(b)
-            ));
+            return Err(InvalidValue::PathCharacter {
+                value: value.to_string(),
+                character: char::from(b),
+            });
         }
     }
     Ok(())
@@ -91,15 +198,17 @@ pub fn path(value: &str) -> Result<(), String> {
 
 /// An endpoint address: an IP address in canonical form (written back as
 /// parsed, so nothing else can ride along).
-pub fn ip_address(value: &str) -> Result<String, String> {
+pub fn ip_address(value: &str) -> Result<String, InvalidValue> {
     value
         .parse::<std::net::IpAddr>()
         .map(|ip| ip.to_string())
-        .map_err(|_| format!("address {value:?} is not an IP address"))
+        .map_err(|_| InvalidValue::Address {
+            value: value.to_string(),
+        })
 }
 
 /// A duration as HAProxy reads it: digits and an optional unit.
-pub fn duration(what: &str, value: &str) -> Result<(), String> {
+pub fn duration(what: &str, value: &str) -> Result<(), InvalidValue> {
     let digits = value.trim_end_matches(|c: char| c.is_ascii_alphabetic());
     let unit = &value[digits.len()..];
     let ok = !digits.is_empty()
@@ -109,9 +218,10 @@ pub fn duration(what: &str, value: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "{what} {value:?} is not a duration (digits and one of us, ms, s, m, h, d)"
-        ))
+        Err(InvalidValue::Duration {
+            what: what.to_string(),
+            value: value.to_string(),
+        })
     }
 }
 
@@ -119,7 +229,7 @@ pub fn duration(what: &str, value: &str) -> Result<(), String> {
 /// `/._-`): no `.` or `..` component, no `//`, no trailing `/`. The config
 /// policy trusts these paths as they are written, so they must name one file
 /// one way.
-pub fn absolute_path(value: &str) -> Result<(), String> {
+pub fn absolute_path(value: &str) -> Result<(), InvalidValue> {
     let plain = value
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"/._-".contains(&b));
@@ -130,23 +240,26 @@ pub fn absolute_path(value: &str) -> Result<(), String> {
     if value.starts_with('/') && plain && normalized {
         Ok(())
     } else {
-        Err(format!(
-            "{value:?} must be an absolute, normalized path (no '.', '..' or empty parts) of letters, digits, '/', '.', '_' and '-'"
-        ))
+        Err(InvalidValue::AbsolutePath {
+            value: value.to_string(),
+        })
     }
 }
 
 /// A port number, 1 to 65535.
-pub fn port(what: &str, value: i32) -> Result<u16, String> {
+pub fn port(what: &str, value: i32) -> Result<u16, InvalidValue> {
     u16::try_from(value)
         .ok()
         .filter(|p| *p != 0)
-        .ok_or_else(|| format!("{what} {value} is not a port between 1 and 65535"))
+        .ok_or_else(|| InvalidValue::Port {
+            what: what.to_string(),
+            value,
+        })
 }
 
 /// An HTTP header (or query parameter) name: an RFC 7230 token without the
 /// characters HAProxy's configuration treats specially (`#`, `'`, `` ` ``).
-pub fn header_name(what: &str, value: &str) -> Result<(), String> {
+pub fn header_name(what: &str, value: &str) -> Result<(), InvalidValue> {
     let ok = !value.is_empty()
         && value.len() <= 256
         && value
@@ -155,28 +268,32 @@ pub fn header_name(what: &str, value: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "{what} {value:?} must be 1 to 256 letters, digits or any of !$&*+-.^_|~"
-        ))
+        Err(InvalidValue::HeaderName {
+            what: what.to_string(),
+            value: value.to_string(),
+        })
     }
 }
 
 /// A literal value matched against or written into a header or query
 /// parameter: printable ASCII and spaces, without quotes, backslashes, `#`
 /// or `%` (which HAProxy's log-format strings expand).
-pub fn header_value(what: &str, value: &str) -> Result<(), String> {
+pub fn header_value(what: &str, value: &str) -> Result<(), InvalidValue> {
     if value.len() > 4096 {
-        return Err(format!("{what} is longer than 4096 characters"));
+        return Err(InvalidValue::HeaderValueLength {
+            what: what.to_string(),
+        });
     }
     match value
         .bytes()
         .find(|b| !(b' '..=b'~').contains(b) || b"\"'\\#%`".contains(b))
     {
         None => Ok(()),
-        Some(b) => Err(format!(
-            "{what} {value:?} holds {:?}, which is not allowed",
-            char::from(b)
-        )),
+        Some(b) => Err(InvalidValue::HeaderValueCharacter {
+            what: what.to_string(),
+            value: value.to_string(),
+            character: char::from(b),
+        }),
     }
 }
 
@@ -188,32 +305,39 @@ pub fn header_value(what: &str, value: &str) -> Result<(), String> {
 /// configuration, and a stray `)` cannot move the anchors. A backslash is
 /// kept (regexes need it): where a template writes the expression, it must
 /// write it where HAProxy reads it literally or escape it.
-pub fn regex(what: &str, value: &str) -> Result<(), String> {
+pub fn regex(what: &str, value: &str) -> Result<(), InvalidValue> {
     if value.is_empty() {
-        return Err(format!("{what} is empty"));
+        return Err(InvalidValue::EmptyRegex {
+            what: what.to_string(),
+        });
     }
     if value.len() > MAX_REGEX_LEN {
-        return Err(format!(
-            "{what} is {} bytes long; the limit for a regular expression is {MAX_REGEX_LEN} bytes",
-            value.len()
-        ));
+        return Err(InvalidValue::RegexLength {
+            what: what.to_string(),
+            length: value.len(),
+        });
     }
     if let Some(b) = value
         .bytes()
         .find(|b| !(b'!'..=b'~').contains(b) || b"\"'#%`".contains(b))
     {
-        return Err(format!(
-            "{what} {value:?} holds {:?}, which is not allowed in a regular expression",
-            char::from(b)
-        ));
+        return Err(InvalidValue::RegexCharacter {
+            what: what.to_string(),
+            value: value.to_string(),
+            character: char::from(b),
+        });
     }
     compile_like_haproxy(value, false)
         .and_then(|()| compile_like_haproxy(&format!("^({value})$"), false))
-        .map_err(|e| format!("{what} {value:?} {e}"))
+        .map_err(|reason| InvalidValue::Regex {
+            what: what.to_string(),
+            value: value.to_string(),
+            reason,
+        })
 }
 
 /// A gRPC service (`pkg.Service`) or method (`Get`) name.
-pub fn grpc_name(what: &str, value: &str, dotted: bool) -> Result<(), String> {
+pub fn grpc_name(what: &str, value: &str, dotted: bool) -> Result<(), InvalidValue> {
     let part_ok = |part: &str| {
         part.bytes()
             .next()
@@ -229,7 +353,10 @@ pub fn grpc_name(what: &str, value: &str, dotted: bool) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!("{what} {value:?} is not a valid gRPC name"))
+        Err(InvalidValue::GrpcName {
+            what: what.to_string(),
+            value: value.to_string(),
+        })
     }
 }
 
@@ -312,7 +439,9 @@ mod tests {
     #[test]
     fn regexes_are_judged_by_pcre2_as_haproxy_compiles_them() {
         // regex_lite took this; PCRE2 without UTF does not.
-        let e = regex("path regex", r"/\x{100}").expect_err("code point");
+        let e = regex("path regex", r"/\x{100}")
+            .expect_err("code point")
+            .to_string();
         assert!(
             e.starts_with(r#"path regex "/\\x{100}" does not compile"#),
             "{e}"
@@ -331,7 +460,9 @@ mod tests {
     #[test]
     fn an_over_long_regex_names_the_limit() {
         let long = format!("/{}", "a".repeat(MAX_REGEX_LEN));
-        let e = regex("header x regex", &long).expect_err("too long");
+        let e = regex("header x regex", &long)
+            .expect_err("too long")
+            .to_string();
         assert_eq!(
             e,
             "header x regex is 1025 bytes long; the limit for a regular expression is 1024 bytes"

@@ -159,14 +159,14 @@ fn header_modifier(what: &str, m: &HeaderModifier) -> Result<(), String> {
 
 fn path_modifier(what: &str, path: &PathModifier, scope: FilterScope) -> Result<(), String> {
     match path {
-        PathModifier::ReplaceFullPath(p) => validate::path(p),
+        PathModifier::ReplaceFullPath(p) => Ok(validate::path(p)?),
         PathModifier::ReplacePrefixMatch(p) => {
             if !scope.prefix_matches {
                 return Err(format!(
                     "{what} ReplacePrefixMatch needs every match of the rule to be a PathPrefix"
                 ));
             }
-            validate::path(p)
+            Ok(validate::path(p)?)
         }
     }
 }
@@ -175,7 +175,7 @@ fn plain_host(what: &str, host: &str) -> Result<(), String> {
     if host.starts_with('*') {
         return Err(format!("{what} {host:?} may not be a wildcard"));
     }
-    validate::host(host)
+    Ok(validate::host(host)?)
 }
 
 fn redirect(r: &RequestRedirect, scope: FilterScope) -> Result<(), String> {

@@ -107,14 +107,14 @@ fn listener_state<'a>(store: &Store, gateway: &Gateway, l: &'a Listener) -> List
     let port = match validate::port("port", l.port) {
         Ok(port) => port,
         Err(message) => {
-            state.accepted = refuse("PortUnavailable", message);
+            state.accepted = refuse("PortUnavailable", message.into());
             return state;
         }
     };
     let checked = validate::subdomain_name("listener name", &l.name)
         .and_then(|()| l.hostname.as_deref().map_or(Ok(()), validate::host));
     if let Err(message) = checked {
-        state.accepted = refuse("UnsupportedValue", message);
+        state.accepted = refuse("UnsupportedValue", message.into());
         return state;
     }
     let tls_mode = match (protocol, l.tls.as_ref().map(|t| t.mode)) {
@@ -236,7 +236,7 @@ fn certificates(
         let key = ObjectKey::new(namespace, &c.name);
         validate::label_name("certificateRef namespace", namespace)
             .and_then(|()| validate::subdomain_name("certificateRef name", &c.name))
-            .map_err(|m| ("InvalidCertificateRef", m))?;
+            .map_err(|m| ("InvalidCertificateRef", m.into()))?;
         match store.secret(&key) {
             Some(s) if s.tls_crt.is_some() && s.tls_key.is_some() => secrets.push(key),
             Some(_) => {
