@@ -21,7 +21,7 @@ use hawser_plan::{CONFIG_PATH, FileSet, Plan};
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tracing::{info, warn};
+use tracing::{Instrument as _, info, warn};
 
 use crate::bootstrap::{BOOTSTRAP_GENERATION, bootstrap};
 use crate::diff::{Decision, VersionView, decide};
@@ -136,6 +136,15 @@ impl AgentHandle {
         self.status.clone()
     }
 
+    /// Resolves when the agent's apply loop has ended: after
+    /// [`Agent::shutdown`], or (a bug) on its own, when nothing would apply
+    /// what is submitted any more. A command running the agent treats an
+    /// end before its own stop as fatal.
+    pub fn ended(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut status = self.status.clone();
+        async move { while status.changed().await.is_ok() {} }
+    }
+
     /// The first generation number newer than every version on disk when the
     /// agent started; sources number their renders from it.
     pub fn next_generation(&self) -> Generation {
@@ -242,7 +251,10 @@ impl Agent {
 
         let (desired_tx, desired_rx) = watch::channel(None);
         let (stop, stop_rx) = watch::channel(false);
-        let task = tokio::spawn(core.run(supervisor, desired_rx, stop_rx));
+        let task = tokio::spawn(
+            core.run(supervisor, desired_rx, stop_rx)
+                .instrument(tracing::info_span!("agent_apply")),
+        );
         Ok(Agent {
             handle: AgentHandle {
                 desired: Arc::new(desired_tx),

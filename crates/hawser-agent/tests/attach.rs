@@ -123,8 +123,19 @@ async fn attached_agent_drives_an_haproxy_started_by_someone_else() {
     assert_eq!(outcome.kind, ApplyKind::Reload, "{outcome:?}");
     assert!(get(port).await.contains("first"));
     assert!(handle.status().borrow().is_ready());
+    let ended = handle.ended();
+    tokio::pin!(ended);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), &mut ended)
+            .await
+            .is_err(),
+        "the apply loop runs until the agent stops"
+    );
 
     agent.shutdown().await.expect("shutdown");
+    tokio::time::timeout(TIMEOUT, ended)
+        .await
+        .expect("a handle sees the apply loop end");
     // Attached: stopping the agent leaves HAProxy serving.
     assert!(
         haproxy.try_wait().expect("wait").is_none(),

@@ -5,7 +5,7 @@
 //!  render cycle ──Snapshot(generation, store)──► watch ──► one link per agent (in parallel)
 //!                                                           │ connect (TLS 1.3, both sides checked)
 //!                                                           │ WatchState ─► what the agent holds
-//!                                                           │ render for the agent's settings (cached per settings)
+//!                                                           │ the render for the agent's settings (the cycle's own when they are the most asked)
 //!                                                           │ differs? Apply(epoch, expected, generation, missing blobs)
 //!                                                           ▼
 //!                                                        FleetStatus (per agent: connected, generations, last result, bytes)
@@ -32,6 +32,7 @@ mod members;
 mod push;
 #[cfg(test)]
 mod tests;
+mod watched;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -42,12 +43,13 @@ use hawser_model::{Kind, ObjectKey, ObjectRef, Store};
 use hawser_render::{CertificatePem, RenderConfig, Rendered, Severity};
 use rustls_pki_types::CertificateDer;
 use serde::Serialize;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::sync::{mpsc, watch};
+use tracing::{error, info_span};
 
 pub use build::Renders;
 
 use self::members::Members;
+use self::watched::Watched;
 
 use crate::cycle::{CycleRender, Deliver};
 
@@ -170,7 +172,12 @@ pub struct Fleet {
     renders: Arc<Renders>,
     status: watch::Receiver<FleetStatus>,
     members: Arc<Members>,
-    followers: Mutex<Vec<JoinHandle<()>>>,
+    followers: Mutex<Vec<Watched>>,
+    /// Where watched loops report an end; see [`Fleet::failure`].
+    ended: (
+        watched::Ended,
+        Mutex<Option<mpsc::UnboundedReceiver<String>>>,
+    ),
     stop: watch::Sender<bool>,
 }
 
@@ -188,12 +195,18 @@ impl Fleet {
             agents: BTreeMap::new(),
         });
         let (stop, stop_rx) = watch::channel(false);
+        let (ended_tx, ended_rx) = mpsc::unbounded_channel();
         let status_tx = Arc::new(status_tx);
-        let epoch = tokio::spawn(follow_epoch(
-            config.leader.clone(),
-            Arc::clone(&status_tx),
-            stop_rx.clone(),
-        ));
+        let epoch = Watched::spawn(
+            "leader epoch follower".to_string(),
+            info_span!("fleet_epoch"),
+            follow_epoch(
+                config.leader.clone(),
+                Arc::clone(&status_tx),
+                stop_rx.clone(),
+            ),
+            ended_tx.clone(),
+        );
         let agents = config.agents.clone();
         let members = Arc::new(Members::new(
             config,
@@ -201,6 +214,7 @@ impl Fleet {
             snapshots_rx,
             status_tx,
             stop_rx,
+            ended_tx.clone(),
         ));
         members.set(&agents);
         Ok(Fleet {
@@ -210,6 +224,7 @@ impl Fleet {
             status,
             members,
             followers: Mutex::new(vec![epoch]),
+            ended: (ended_tx, Mutex::new(Some(ended_rx))),
             stop,
         })
     }
@@ -239,16 +254,25 @@ impl Fleet {
     pub fn follow_agents(&self, mut targets: watch::Receiver<Vec<AgentTarget>>) {
         let members = Arc::clone(&self.members);
         let mut stop = self.stop.subscribe();
-        let follower = tokio::spawn(async move {
+        let follow = async move {
             loop {
                 let agents = targets.borrow_and_update().clone();
                 members.set(&agents);
                 tokio::select! {
-                    changed = targets.changed() => if changed.is_err() { return },
+                    // Its sender gone (discovery ended: its own supervisor
+                    // says so), the last list stays until the stop.
+                    changed = targets.changed() => if changed.is_err() { break },
                     _ = stop.changed() => return,
                 }
             }
-        });
+            let _ = stop.wait_for(|stopped| *stopped).await;
+        };
+        let follower = Watched::spawn(
+            "agent discovery follower".to_string(),
+            info_span!("fleet_discovery"),
+            follow,
+            self.ended.0.clone(),
+        );
         self.followers
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -262,10 +286,36 @@ impl Fleet {
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner)
         {
-            let _ = follower.await;
+            follower.join().await;
         }
         for link in self.members.take() {
-            let _ = link.await;
+            link.join().await;
+        }
+    }
+
+    /// Resolves when one of the fleet's loops (a link, a follower) ended
+    /// while the fleet runs, after logging which: the command treats that
+    /// as fatal. Pending forever once the fleet stops, and for all but the
+    /// first caller.
+    pub fn failure(&self) -> impl Future<Output = ()> + Send + 'static {
+        let ended = self
+            .ended
+            .1
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let stop = self.stop.subscribe();
+        async move {
+            let Some(mut ended) = ended else {
+                return std::future::pending().await;
+            };
+            while let Some(name) = ended.recv().await {
+                if !*stop.borrow() {
+                    error!("the fleet's {name} ended while the fleet runs");
+                    return;
+                }
+            }
+            std::future::pending().await
         }
     }
 }
@@ -281,10 +331,11 @@ async fn follow_epoch(
         let epoch = *leader.borrow_and_update();
         status.send_if_modified(|s| std::mem::replace(&mut s.epoch, epoch) != epoch);
         tokio::select! {
-            changed = leader.changed() => if changed.is_err() { return },
+            changed = leader.changed() => if changed.is_err() { break },
             _ = stop.changed() => return,
         }
     }
+    let _ = stop.wait_for(|stopped| *stopped).await;
 }
 
 /// Delivers each render cycle's store to every link; every rendered store,

@@ -14,6 +14,9 @@
 //!
 //! The YAML in `deploy/crds/` is generated from these types ([`crd_yaml`])
 //! and a test keeps it in sync.
+//!
+//! It depends on `hawser-render` (a spec becomes a `RenderConfig`) and
+//! must not depend on the controller, the agent or a Kubernetes client.
 
 use std::collections::BTreeMap;
 
@@ -23,10 +26,8 @@ use kube::CustomResourceExt as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-mod validation_test;
-pub use validation_test::{
-    InvalidTest, TestExpectation, TestRequest, ValidationTest, validate_tests,
-};
+mod expectation;
+pub use expectation::{InvalidTest, TestExpectation, TestRequest, ValidationTest, validate_tests};
 
 /// The configuration of one hawser installation.
 #[derive(CustomResource, Debug, Clone, Default, PartialEq, Deserialize, Serialize, JsonSchema)]

@@ -15,6 +15,9 @@
 //! `headers`) from the response body alone. A request header
 //! [`STATUS_HEADER`]`: NNN` makes the server answer with that status instead
 //! of 200.
+//!
+//! It must not depend on any other hawser crate: it stands in for the
+//! backends, and knows nothing of what routes to it.
 
 mod config;
 mod error;

@@ -42,6 +42,9 @@
 //! assert!(api.get_opt("settings").await.unwrap().is_some());
 //! # }
 //! ```
+//!
+//! It must not depend on any other hawser crate: it is the API server, not
+//! a part of hawser; only tests and benchmarks use it.
 
 mod body;
 mod merge;

@@ -14,6 +14,9 @@
 //! The issuer Secret holds `ca.crt`, `ca.key` and `generation`; each identity Secret holds
 //! `tls.crt`, `tls.key`, `ca.crt`, its `generation` and, during a CA rotation,
 //! `previous-ca.crt` + `previous-ca-until`.
+//!
+//! It must not depend on the controller, the agent, the renderer or the
+//! model: both roles use it, and it knows certificates only.
 
 pub mod cert;
 pub mod issue;

@@ -12,6 +12,9 @@
 //! `docs/agent-protocol.md` describes the exchange. The plan is a blob whose
 //! encoding `hawser-plan` owns and numbers (`plan_format`); this crate
 //! carries it without knowing it.
+//!
+//! It must not depend on any other hawser crate: both roles link it, and it
+//! carries what they exchange without knowing it.
 
 pub mod transport;
 

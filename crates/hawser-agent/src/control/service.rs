@@ -13,7 +13,7 @@ use tokio::sync::{Mutex, broadcast, watch};
 use tokio_stream::wrappers::WatchStream;
 use tokio_stream::{Stream, StreamExt as _};
 use tonic::{Request, Response, Status};
-use tracing::{info, warn};
+use tracing::{Instrument as _, info, warn};
 
 use super::epoch::EpochFile;
 use super::held::{ContentError, Held, HeldView};
@@ -120,7 +120,12 @@ impl ControlService {
             view: Arc::new(view),
             state: state_tx,
         };
-        tokio::spawn(service.clone().publish_state());
+        tokio::spawn(
+            service
+                .clone()
+                .publish_state()
+                .instrument(tracing::info_span!("agent_state_publisher")),
+        );
         service
     }
 

@@ -11,7 +11,7 @@ use hawser_model::Store;
 use hawser_render::RenderConfig;
 use serde_json::json;
 
-use crate::validation_tests::run_validation_tests;
+use crate::proof::run_validation_tests;
 
 /// Why a HawserConfig spec is not in force, as its `Valid` condition says.
 #[derive(Debug, Clone, PartialEq, Eq)]

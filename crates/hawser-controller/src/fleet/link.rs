@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_stream::StreamExt as _;
 use tonic::transport::Channel;
-use tracing::{debug, info, warn};
+use tracing::{Instrument as _, debug, info, warn};
 
 use super::build::Renders;
 use super::push::{Sent, push};
@@ -185,19 +185,23 @@ impl Link {
             .map_err(refused)?;
         let (state_tx, state) = watch::channel(first);
         let key = self.key.clone();
-        let reader = tokio::spawn(async move {
-            while let Some(next) = stream.next().await {
-                match next {
-                    Ok(state) => {
-                        state_tx.send_replace(state);
-                    }
-                    Err(e) => {
-                        warn!(agent = %key, "state stream ended: {}", e.message());
-                        return;
+        let span = tracing::info_span!("agent_state", agent = %key);
+        let reader = tokio::spawn(
+            async move {
+                while let Some(next) = stream.next().await {
+                    match next {
+                        Ok(state) => {
+                            state_tx.send_replace(state);
+                        }
+                        Err(e) => {
+                            warn!(agent = %key, "state stream ended: {}", e.message());
+                            return;
+                        }
                     }
                 }
             }
-        });
+            .instrument(span),
+        );
         Ok(Live {
             connection,
             client,

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
-use tracing::info;
+use tracing::{info, info_span};
 
 use super::build::Renders;
 use super::link::Link;
+use super::watched::{Ended, Watched};
 use super::{AgentLinkStatus, AgentTarget, FleetConfig, FleetStatus, Snapshot};
 
 /// What every link is started with, and the links running.
@@ -20,7 +20,8 @@ pub struct Members {
     snapshots: watch::Receiver<Option<Arc<Snapshot>>>,
     status: Arc<watch::Sender<FleetStatus>>,
     stop: watch::Receiver<bool>,
-    links: Mutex<BTreeMap<String, JoinHandle<()>>>,
+    links: Mutex<BTreeMap<String, Watched>>,
+    ended: Ended,
 }
 
 impl Members {
@@ -30,6 +31,7 @@ impl Members {
         snapshots: watch::Receiver<Option<Arc<Snapshot>>>,
         status: Arc<watch::Sender<FleetStatus>>,
         stop: watch::Receiver<bool>,
+        ended: Ended,
     ) -> Self {
         Members {
             config,
@@ -38,6 +40,7 @@ impl Members {
             status,
             stop,
             links: Mutex::default(),
+            ended,
         }
     }
 
@@ -60,7 +63,7 @@ impl Members {
             if let Some(link) = links.remove(&key) {
                 // Mid-push or not: the agent is gone (or no longer ours), and
                 // an interrupted Apply is one the agent already survives.
-                link.abort();
+                link.release();
             }
             self.renders.forget(&key);
             self.status.send_modify(|s| {
@@ -89,7 +92,13 @@ impl Members {
                 snapshots: self.snapshots.clone(),
                 status: Arc::clone(&self.status),
             };
-            links.insert(key.clone(), tokio::spawn(link.run(self.stop.clone())));
+            let watched = Watched::spawn(
+                format!("link to agent {key}"),
+                info_span!("link", agent = %key),
+                link.run(self.stop.clone()),
+                self.ended.clone(),
+            );
+            links.insert(key.clone(), watched);
             if !self.config.agents.iter().any(|a| a == target) {
                 info!(agent = %key, "agent joined the fleet");
             }
@@ -97,7 +106,7 @@ impl Members {
     }
 
     /// The running links, for a graceful stop.
-    pub fn take(&self) -> Vec<JoinHandle<()>> {
+    pub fn take(&self) -> Vec<Watched> {
         let mut links = self.links.lock().unwrap_or_else(PoisonError::into_inner);
         std::mem::take(&mut *links).into_values().collect()
     }

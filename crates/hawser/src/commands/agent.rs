@@ -139,6 +139,8 @@ async fn serve(args: &AgentServeArgs) -> anyhow::Result<()> {
     // the metrics keep following the agent).
     let (_no_controller, controller_rx) = admin::no_controller();
     let mut tasks = Tasks::new(stop_rx.clone());
+    // The apply loop ending on its own would leave pushes unapplied.
+    tasks.spawn_until_stop("agent_apply", handle.ended());
     if let Some(listener) = admin_listener {
         let metrics = Arc::new(Metrics::new());
         tasks.spawn_until_stop(

@@ -105,6 +105,8 @@ pub async fn run(args: &ControllerArgs) -> anyhow::Result<ExitCode> {
         let _ = rx.wait_for(|s| *s).await;
     };
     let mut tasks = Tasks::new(stop_rx.clone());
+    // A link or follower of the fleet that ends while it runs is fatal.
+    tasks.spawn_until_stop("fleet", fleet.failure());
     tasks.spawn_until_stop(
         "metrics_fleet",
         Arc::clone(&metrics).follow_fleet(fleet.status()),

@@ -134,6 +134,8 @@ where
         let _ = rx.wait_for(|s| *s).await;
     };
     let mut tasks = Tasks::new(stop_rx.clone());
+    // The agent's apply loop ending on its own would leave renders unapplied.
+    tasks.spawn_until_stop("agent_apply", handle.ended());
     tasks.spawn_until_stop(
         "metrics",
         Arc::clone(&metrics).follow(handle.clone(), controller_rx.clone()),
