@@ -20,6 +20,42 @@ use super::{AgentLinkStatus, AgentTarget, FleetConfig, FleetStatus, Snapshot};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Why a link has no connection to its agent (its `last_error`).
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    #[error("cannot reach agent {agent}: {}", error_chain(.source))]
+    Unreachable {
+        agent: String,
+        #[source]
+        source: transport::TransportError,
+    },
+    #[error("agent {agent} refused the connection: {} (the agent's log says why)", error_chain(.source))]
+    Refused {
+        agent: String,
+        #[source]
+        source: tonic::Status,
+    },
+    #[error("agent {agent} did not answer")]
+    Silent { agent: String },
+    #[error("agent {agent} sent no state")]
+    NoState { agent: String },
+    #[error("agent {agent} closed the state stream")]
+    Closed { agent: String },
+}
+
+impl LinkError {
+    /// A stable category for metrics and logs.
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            LinkError::Unreachable { .. } => "unreachable",
+            LinkError::Refused { .. } => "refused",
+            LinkError::Silent { .. } => "silent",
+            LinkError::NoState { .. } => "no_state",
+            LinkError::Closed { .. } => "closed",
+        }
+    }
+}
+
 pub struct Link {
     pub target: AgentTarget,
     pub key: String,
@@ -133,6 +169,7 @@ impl Link {
             }
             Err(error) => {
                 *live = None;
+                let error_text = error.to_string();
                 // Logged once per distinct error, not on every retry.
                 if self
                     .status
@@ -140,20 +177,21 @@ impl Link {
                     .agents
                     .get(&self.key)
                     .and_then(|a| a.last_error.as_ref())
-                    != Some(&error)
+                    != Some(&error_text)
                 {
-                    warn!(agent = %self.key, "{error}");
+                    warn!(agent = %self.key, reason = error.metric_label(), "{error_text}");
                 }
                 self.update(|a| {
                     a.connected = false;
-                    a.last_error = Some(error.clone());
+                    a.last_error = Some(error_text);
                 });
             }
         }
     }
 
-    async fn open(&self, revision: String) -> Result<Live, String> {
+    async fn open(&self, revision: String) -> Result<Live, LinkError> {
         let tls = &self.config.tls;
+        let agent = || self.key.clone();
         let connection = transport::connect(
             self.target.addr,
             &tls.agent_name,
@@ -161,27 +199,27 @@ impl Link {
             CONNECT_TIMEOUT,
         )
         .await
-        .map_err(|e| format!("cannot reach agent {}: {}", self.key, error_chain(&e)))?;
+        .map_err(|source| LinkError::Unreachable {
+            agent: agent(),
+            source,
+        })?;
         let mut client = AgentClient::new(connection.channel.clone())
             .max_decoding_message_size(hawser_proto::MAX_MESSAGE_BYTES)
             .max_encoding_message_size(hawser_proto::MAX_MESSAGE_BYTES);
-        let refused = |e: tonic::Status| {
-            format!(
-                "agent {} refused the connection: {} (the agent's log says why)",
-                self.key,
-                error_chain(&e)
-            )
+        let refused = |source| LinkError::Refused {
+            agent: agent(),
+            source,
         };
         let mut stream =
             tokio::time::timeout(CONNECT_TIMEOUT, client.watch_state(v1::StateRequest {}))
                 .await
-                .map_err(|_| format!("agent {} did not answer", self.key))?
+                .map_err(|_| LinkError::Silent { agent: agent() })?
                 .map_err(refused)?
                 .into_inner();
         let first = tokio::time::timeout(CONNECT_TIMEOUT, stream.next())
             .await
-            .map_err(|_| format!("agent {} sent no state", self.key))?
-            .ok_or_else(|| format!("agent {} closed the state stream", self.key))?
+            .map_err(|_| LinkError::NoState { agent: agent() })?
+            .ok_or_else(|| LinkError::Closed { agent: agent() })?
             .map_err(refused)?;
         let (state_tx, state) = watch::channel(first);
         let key = self.key.clone();
