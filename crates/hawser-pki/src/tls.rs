@@ -19,6 +19,7 @@
 //! Trust is evaluated when it is used, never cached past a revision: a previous CA stops
 //! being trusted the moment its `previous-ca-until` passes, even without a reload.
 
+mod chain;
 mod config;
 mod error;
 mod leaf;

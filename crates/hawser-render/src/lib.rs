@@ -30,6 +30,7 @@ mod ingress;
 mod library;
 mod render;
 mod report;
+mod route_key;
 mod tls;
 pub mod validate;
 

@@ -19,11 +19,7 @@ use crate::{backends, engine};
 use hawser_plan::{BackendMode, BackendPlan, FileKind, FileSet, MapEntry, MapPlan, Plan};
 pub use hawser_plan::{CONFIG_PATH, ROUTES_MAP_PATH};
 
-/// Ends an exact route's key, and every lookup key. It cannot occur in a
-/// route's path (validated) and requests holding it are refused, so an exact
-/// key matches only the whole path, while a prefix key (`<host><prefix>/`)
-/// matches whatever follows.
-pub const ROUTE_KEY_END: char = '|';
+pub use crate::route_key::ROUTE_KEY_END;
 /// Answers 404 when no route and no default backend matches.
 pub const NOT_FOUND_BACKEND: &str = "hawser_not_found";
 

@@ -15,11 +15,12 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+use super::chain::chains_to;
 use super::error::TlsError;
 use super::leaf::Leaf;
 use super::revision::{self, Revision};
 use super::trust::{CaCert, PreviousCa, TrustBundle};
-use super::{files, provider, verify};
+use super::{files, provider};
 use crate::issue::Role;
 use crate::lifecycle::rfc3339;
 
@@ -97,7 +98,7 @@ impl Material {
         }
 
         let trust = TrustBundle::new(current, previous_ca(dir, revision, now)?);
-        verify::chains_to(&identity.cert, &trust.roots_at(now).roots, role, now).map_err(|e| {
+        chains_to(&identity.cert, &trust.roots_at(now).roots, role, now).map_err(|e| {
             TlsError::Untrusted {
                 cert: crt_path,
                 ca: dir.join(files::CA_CRT),

@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use hawser_model::PathMatchKind;
 
 use crate::gateway::{BackendTarget, HttpRuleEntry, ListenerProtocol, host_rank};
-use crate::render::ROUTE_KEY_END;
+use crate::route_key::ROUTE_KEY_END;
 /// The Gateway API routing map, beside the Ingress one.
 pub(crate) use hawser_plan::GATEWAY_MAP_PATH;
 use hawser_plan::{MapEntry, MapPlan};
