@@ -8,6 +8,7 @@
 //! |---|---|
 //! | 0 | sent by controllers from before the field existed: read as format 1 |
 //! | 1 | UTF-8 JSON of [`Plan`], field names as in its Rust definition; enums in lowercase |
+//! | 2 | as 1; a map's `match_kind` may also be `ip` (keys are networks, matched by address) |
 //!
 //! A change the older reader would misread (a renamed or retyped field, a new
 //! required meaning) takes a new format number; a new field with a default
@@ -17,13 +18,13 @@
 use crate::Plan;
 
 /// The format this build writes, and the newest it reads.
-pub const PLAN_FORMAT: u32 = 1;
+pub const PLAN_FORMAT: u32 = 2;
 
 /// Why a plan could not be encoded or decoded.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanFormatError {
     #[error(
-        "plan format {received} is not one this agent reads (it reads format {PLAN_FORMAT}); \
+        "plan format {received} is not one this agent reads (it reads formats up to {PLAN_FORMAT}); \
          run an agent as new as the controller"
     )]
     Unknown { received: u32 },
@@ -50,7 +51,7 @@ impl PlanFormatError {
 
 /// Whether this build reads plans in `format`.
 pub fn reads_format(format: u32) -> bool {
-    matches!(format, 0 | PLAN_FORMAT)
+    matches!(format, 0..=PLAN_FORMAT)
 }
 
 /// `plan` in [`PLAN_FORMAT`].

@@ -20,7 +20,7 @@
 //! - [`builtin_lua_digests`]: the Lua hawser's own library writes, embedded
 //!   here so the agent trusts it without the renderer;
 //! - the plan's wire format ([`PLAN_FORMAT`], [`encode`], [`decode`]): the plan
-//!   travels as one blob, JSON of [`Plan`] in format 1 (see the `format`
+//!   travels as one blob, JSON of [`Plan`] (format 2; see the `format`
 //!   module); an agent refuses a format it does not know, naming both, so a
 //!   newer controller and an older agent can tell they disagree.
 //!

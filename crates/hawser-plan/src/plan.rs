@@ -122,6 +122,9 @@ impl MapPlan {
 pub enum MatchKind {
     Str,
     Beg,
+    /// Keys are IPv4/IPv6 networks, looked up by address (`map_ip`); plan
+    /// format 2 and later.
+    Ip,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::features::ForeignAnnotations;
 use crate::gateway::GATEWAY_CONTROLLER;
 use crate::library::{EXTENSION_POINTS, LIBRARY};
 use crate::validate;
@@ -57,6 +58,14 @@ pub struct Settings {
     /// Port of a health listener whose `/healthz` answers 200 while this
     /// configuration serves (a bootstrap configuration answers 503 there).
     pub health_port: Option<u16>,
+    /// Whether Ingresses redirect HTTP to HTTPS on their TLS hosts unless
+    /// they say otherwise (`hawser.dev/ssl-redirect`).
+    pub ssl_redirect: bool,
+    /// Whether HTTPS answers of Ingresses' TLS hosts carry
+    /// `Strict-Transport-Security` unless they say otherwise (`hawser.dev/hsts`).
+    pub hsts: bool,
+    /// What an Ingress carrying another controller's annotations gets.
+    pub foreign_annotations: ForeignAnnotations,
     /// Free-form values for your own templates and snippets (`settings.values.x`).
     pub values: BTreeMap<String, String>,
 }
@@ -79,6 +88,9 @@ impl Default for Settings {
             runtime_socket: None,
             server_state_file: None,
             health_port: None,
+            ssl_redirect: true,
+            hsts: true,
+            foreign_annotations: ForeignAnnotations::default(),
             values: BTreeMap::new(),
         }
     }

@@ -30,6 +30,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use hawser_model::{Ingress, IngressBackend, Kind, ObjectKey, ObjectRef, PathType, Store};
 
 use crate::backends::BackendKey;
+use crate::config::Settings;
+use crate::features::{self, FeaturesByIngress, IngressFeatures};
 use crate::report::{Diagnostics, Severity};
 use crate::validate;
 
@@ -37,6 +39,8 @@ use crate::validate;
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
     pub backend: String,
+    /// The feature set of the owner that holds on this route, if any.
+    pub features: Option<String>,
     /// Set for entries from `pathType: Exact`, which outrank Prefix entries.
     pub exact_type: bool,
     pub owner: ObjectRef,
@@ -61,6 +65,19 @@ pub(crate) struct RouteTable {
     /// that asked for it (named in warnings about it).
     pub backends: BTreeMap<BackendKey, ObjectRef>,
     pub tls: BTreeMap<ObjectKey, TlsUse>,
+    /// The features of each Ingress served that has any.
+    pub features: FeaturesByIngress,
+}
+
+impl Target {
+    /// The routes-map value: the backend, then `@` and the feature-set id
+    /// when the route has one.
+    pub fn map_value(&self) -> String {
+        match &self.features {
+            Some(id) => format!("{}@{id}", self.backend),
+            None => self.backend.clone(),
+        }
+    }
 }
 
 /// A validated route of one Ingress, before precedence is applied.
@@ -69,10 +86,17 @@ struct Route {
     path: String,
     path_type: PathType,
     backend: BackendKey,
+    /// Its host is one of the Ingress's TLS hosts.
+    tls_host: bool,
 }
 
 /// Builds the routing table from the Ingresses this controller owns.
-pub(crate) fn route_table(store: &Store, controller: &str, diags: &mut Diagnostics) -> RouteTable {
+pub(crate) fn route_table(
+    store: &Store,
+    settings: &Settings,
+    diags: &mut Diagnostics,
+) -> RouteTable {
+    let controller = settings.ingress_controller.as_str();
     let mut table = RouteTable::default();
     let mut owned: Vec<&Ingress> = Vec::new();
     let default_class = store
@@ -112,9 +136,20 @@ pub(crate) fn route_table(store: &Store, controller: &str, diags: &mut Diagnosti
 
     for ingress in owned {
         let object = ObjectRef::new(Kind::Ingress, ingress.key.clone());
-        match validated_routes(ingress) {
-            Ok((routes, default_backend)) => {
-                add_routes(&mut table, &object, routes, diags);
+        let served = validated_routes(ingress).and_then(|(routes, default_backend)| {
+            Ok((
+                routes,
+                default_backend,
+                served_features(ingress, settings, &object, diags)?,
+            ))
+        });
+        match served {
+            Ok((routes, default_backend, features)) => {
+                let key = format!("{}/{}", ingress.key.namespace, ingress.key.name);
+                add_routes(&mut table, &object, routes, &key, &features, diags);
+                if features != IngressFeatures::default() {
+                    table.features.insert(key, features);
+                }
                 if let Some(backend) = default_backend {
                     set_default_backend(&mut table, &object, backend, diags);
                 }
@@ -126,11 +161,35 @@ pub(crate) fn route_table(store: &Store, controller: &str, diags: &mut Diagnosti
     table
 }
 
+/// The features an Ingress's annotations ask for; `Err` refuses it (a bad
+/// `hawser.dev/` value, or another dialect's annotation that must not be
+/// served without). Ignored foreign annotations are reported as warnings.
+fn served_features(
+    ingress: &Ingress,
+    settings: &Settings,
+    object: &ObjectRef,
+    diags: &mut Diagnostics,
+) -> Result<IngressFeatures, String> {
+    let ignored =
+        features::foreign_annotations(&ingress.annotations, settings.foreign_annotations)?;
+    let features =
+        features::ingress_features(&ingress.annotations, settings).map_err(|e| e.to_string())?;
+    for warning in ignored {
+        diags.warn(object, warning);
+    }
+    Ok(features)
+}
+
 /// Checks every host, path and backend of an Ingress; one bad value rejects it whole.
 fn validated_routes(ingress: &Ingress) -> Result<(Vec<Route>, Option<BackendKey>), String> {
     let namespace = &ingress.key.namespace;
     validate::label_name("namespace", namespace)?; // it names TLS files even without routes
     let mut routes = Vec::new();
+    let tls_hosts: Vec<String> = ingress
+        .tls
+        .iter()
+        .flat_map(|tls| tls.hosts.iter().cloned())
+        .collect();
     for rule in &ingress.rules {
         if let Some(host) = &rule.host {
             validate::host(host)?;
@@ -144,8 +203,10 @@ fn validated_routes(ingress: &Ingress) -> Result<(Vec<Route>, Option<BackendKey>
                 (_, Some(path)) => path.to_string(),
             };
             validate::path(&path)?;
+            let host = rule.host.clone().unwrap_or_default();
             routes.push(Route {
-                host: rule.host.clone().unwrap_or_default(),
+                tls_host: features::is_tls_host(&host, &tls_hosts),
+                host,
                 path,
                 path_type: p.path_type,
                 backend: backend_key(namespace, &p.backend)?,
@@ -189,16 +250,20 @@ fn add_routes(
     table: &mut RouteTable,
     object: &ObjectRef,
     routes: Vec<Route>,
+    key: &str,
+    features: &IngressFeatures,
     diags: &mut Diagnostics,
 ) {
     for route in routes {
         let backend = route.backend.name();
+        let feature_set = features.set_id(key, route.tls_host);
         table
             .backends
             .entry(route.backend)
             .or_insert_with(|| object.clone());
         let target = |exact_type| Target {
             backend: backend.clone(),
+            features: feature_set.clone(),
             exact_type,
             owner: object.clone(),
         };

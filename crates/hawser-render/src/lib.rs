@@ -24,6 +24,7 @@ mod backends;
 mod config;
 mod engine;
 mod fault;
+pub mod features;
 mod gateway;
 mod gateway_frontends;
 mod ingress;

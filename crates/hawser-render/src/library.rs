@@ -32,6 +32,10 @@ pub const LIBRARY: &[(&str, &str)] = &[
         include_str!("../../../libraries/ingress/routing.cfg.j2"),
     ),
     (
+        "ingress/features.cfg",
+        include_str!("../../../libraries/ingress/features.cfg.j2"),
+    ),
+    (
         "backends/backends.cfg",
         include_str!("../../../libraries/backends/backends.cfg.j2"),
     ),

@@ -9,6 +9,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::config::{ConfigError, RenderConfig, Settings};
+use crate::features::{self, FeatureView};
 use crate::gateway::{self, GatewayStatus, GatewayTable};
 use crate::gateway_frontends::{self, GatewayView};
 use crate::ingress::{self, RouteTable, Target, TlsUse};
@@ -87,6 +88,8 @@ struct TemplateContext<'a> {
     settings: &'a Settings,
     plan: &'a Plan,
     routing: Routing<'a>,
+    /// What Ingresses ask of their routes (the `ingress` library's feature lines).
+    ingress_features: &'a FeatureView,
     /// Gateway API rules and frontends (the `gateway` library).
     gateway: &'a GatewayView,
     tls: Tls,
@@ -142,7 +145,7 @@ impl Renderer {
         let mut diags = Diagnostics::default();
         let mut files = FileSet::default();
 
-        let mut routes = ingress::route_table(store, &settings.ingress_controller, &mut diags);
+        let mut routes = ingress::route_table(store, settings, &mut diags);
         let (gateway_table, mut gateway_status) =
             gateway::gateway_table(store, &settings.gateway_controller, &mut diags);
         let mut gateway_view =
@@ -162,6 +165,8 @@ impl Renderer {
         backends.sort_by(|a, b| a.name.cmp(&b.name));
         add_listener_certificates(&mut routes.tls, &gateway_table);
         let mut maps = route_maps(&routes);
+        let (feature_maps, feature_view) = features::feature_maps(&routes.features);
+        maps.extend(feature_maps);
         maps.extend(gateway_view.map_plan.take());
         maps.sort_by(|a, b| a.path.cmp(&b.path));
         for map in &maps {
@@ -200,6 +205,7 @@ impl Renderer {
                 default_backend: &default_backend,
                 not_found_backend: NOT_FOUND_BACKEND,
             },
+            ingress_features: &feature_view,
             gateway: &gateway_view,
             tls: Tls {
                 crt_list: tls::CRT_LIST_PATH,
@@ -341,7 +347,7 @@ fn structure_plan(plan: &Plan) -> Plan {
 fn route_maps(routes: &RouteTable) -> Vec<MapPlan> {
     let entry = |key: String, target: &Target| MapEntry {
         key,
-        value: target.backend.clone(),
+        value: target.map_value(),
     };
     let entries: Vec<MapEntry> = routes
         .exact

@@ -14,7 +14,7 @@
 
 mod support;
 
-use hawser_render::{FileKind, Rendered, validate};
+use hawser_render::{FileKind, ROUTES_MAP_PATH, Rendered, validate};
 
 use support::{Case, render_case};
 
@@ -205,10 +205,20 @@ fn hostile_values_inject_nothing() {
         assert_eq!(backend.timeout_server, None, "{}", backend.name);
     }
 
-    // Maps: two fields per line, a valid key, a backend of the plan.
+    // Every map: one line per entry, no control character anywhere.
     for map in &plan.maps {
         let text = files.text(&map.path).expect("map file");
         assert_eq!(text.lines().count(), map.entries.len(), "{}", map.path);
+        assert!(
+            !text.chars().any(|c| c.is_control() && c != '\n'),
+            "{}",
+            map.path
+        );
+    }
+    // The routes map: two fields per line, a valid key, a backend of the
+    // plan (and the feature set of the good Ingress after `@`).
+    for map in plan.maps.iter().filter(|m| m.path == ROUTES_MAP_PATH) {
+        let text = files.text(&map.path).expect("map file");
         for line in text.lines() {
             let fields: Vec<&str> = line.split_whitespace().collect();
             assert_eq!(fields.len(), 2, "{}: {line:?}", map.path);
@@ -220,7 +230,13 @@ fn hostile_values_inject_nothing() {
                 .unwrap_or(path);
             assert_eq!(host, "good.example.com", "{}: {line:?}", map.path);
             assert_eq!(validate::path(path), Ok(()), "{}: {line:?}", map.path);
-            assert!(backend_names.contains(&fields[1]), "{}: {line:?}", map.path);
+            let (backend, features) = fields[1].split_once('@').unwrap_or((fields[1], ""));
+            assert!(backend_names.contains(&backend), "{}: {line:?}", map.path);
+            assert!(
+                ["", "hostile/good", "hostile/good:tls"].contains(&features),
+                "{}: {line:?}",
+                map.path
+            );
         }
     }
 

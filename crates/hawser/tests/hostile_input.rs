@@ -29,6 +29,9 @@ async fn hostile_objects_are_rejected_and_named() {
         "Ingress hostile/evil-host",
         "Ingress hostile/evil-backend",
         "Service hostile/evil-annotation",
+        "Ingress hostile/evil-allowlist",
+        "Ingress hostile/evil-redirect",
+        "Ingress hostile/foreign-auth",
     ] {
         assert!(
             stderr.contains(&format!("rejected: {object}: ")),
@@ -51,22 +54,46 @@ async fn nothing_is_injected_into_the_rendered_files() {
         .filter(|line| line.starts_with("bind "))
         .collect();
     assert_eq!(binds.len(), 2, "only the HTTP and HTTPS binds: {binds:?}");
-    for smuggled in ["bind :1", "bind :2", "127.0.0.1:1", "timeout server 5s"] {
+    for smuggled in [
+        "bind :1",
+        "bind :2",
+        "127.0.0.1:1",
+        "127.0.0.1:3",
+        "timeout server 5s",
+        "X-Evil",
+    ] {
         assert!(
             !config.contains(smuggled),
             "haproxy.cfg holds {smuggled:?}:\n{config}"
         );
     }
-    // Every map line is exactly "<key> <backend>", and only harmless keys made it.
+    // The routes map: every line is exactly "<key> <backend>", and only
+    // harmless keys made it. The feature maps: keyed by the served Ingresses
+    // feature sets only.
     let maps = ingress.out_dir().join("maps");
     for entry in fs::read_dir(&maps).expect("maps directory") {
         let path = entry.expect("map file").path();
         let text = fs::read_to_string(&path).expect("map text");
+        assert!(
+            !text.contains("X-Evil") && !text.contains('\r'),
+            "{}",
+            path.display()
+        );
+        let routes = path.ends_with("routes.map");
         for line in text
             .lines()
             .filter(|l| !l.starts_with('#') && !l.is_empty())
         {
             let fields: Vec<&str> = line.split_whitespace().collect();
+            if !routes {
+                let served = ["hostile/good", "hostile/uses-evil-annotation"];
+                assert!(
+                    served.iter().any(|s| fields[0].starts_with(s)),
+                    "{}: {line:?}",
+                    path.display()
+                );
+                continue;
+            }
             assert_eq!(fields.len(), 2, "{}: {line:?}", path.display());
             assert!(
                 fields[0].starts_with("good.example.com/")

@@ -41,7 +41,10 @@ fn ingress(tls: bool, fresh_host: bool) -> String {
              backend: {{ service: {{ name: {service}, port: {{ name: http }} }} }}\n"
         )
     };
-    let mut text = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: { name: app, namespace: seed }\n\
+    // Served over plain HTTP too: the test sends HTTP requests to a TLS host.
+    let mut text = "apiVersion: networking.k8s.io/v1\nkind: Ingress\n\
+                    metadata:\n  name: app\n  namespace: seed\n  \
+                    annotations: { hawser.dev/ssl-redirect: \"false\" }\n\
                     spec:\n  ingressClassName: hawser\n"
         .to_string();
     if tls {

@@ -303,7 +303,7 @@ async fn a_plan_in_a_format_the_agent_does_not_read_is_refused_naming_both() {
     assert!(
         result
             .message
-            .contains("plan format 99 is not one this agent reads (it reads format 1)"),
+            .contains("plan format 99 is not one this agent reads (it reads formats up to 2)"),
         "{result:?}"
     );
     let after = agent.state();

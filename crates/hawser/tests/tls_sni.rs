@@ -86,14 +86,44 @@ async fn http2_is_offered_through_alpn_and_routed_by_authority() {
     assert_eq!(reply.path, "/over/h2");
 }
 
+/// Plain HTTP to an Ingress's TLS host is redirected to HTTPS (308, the
+/// HTTPS port and the query kept), except ACME HTTP-01 challenges, which
+/// are served; HTTPS answers carry HSTS (`hawser.dev/ssl-redirect` and
+/// `hawser.dev/hsts` at their defaults).
 #[tokio::test]
-async fn plain_http_still_serves_tls_hosts() {
+async fn plain_http_to_tls_hosts_redirects_to_https_except_acme_challenges() {
     let ingress = serve_sites().await;
+    let response = ingress.get("a.example.com", "/shop?item=1").await;
+    assert_eq!(response.status, 308, "{}", response.text());
+    let location = format!("https://a.example.com:{}/shop?item=1", ingress.https.port());
+    assert_eq!(response.header("location"), Some(location.as_str()));
+
     let reply = ingress
-        .expect_routed_to("a.example.com", "/", "site-a")
+        .expect_routed_to(
+            "a.example.com",
+            "/.well-known/acme-challenge/token",
+            "site-a",
+        )
         .await;
     assert_eq!(
         reply.headers.get("x-forwarded-proto"),
         Some(&vec!["http".to_string()])
+    );
+
+    let secure = ingress
+        .get_tls(Some("a.example.com"), "a.example.com", "/")
+        .await;
+    assert_eq!(secure.status, 200);
+    assert_eq!(
+        secure.header("strict-transport-security"),
+        Some("max-age=31536000; includeSubDomains")
+    );
+    let plain = ingress
+        .get("a.example.com", "/.well-known/acme-challenge/x")
+        .await;
+    assert_eq!(
+        plain.header("strict-transport-security"),
+        None,
+        "not over HTTP"
     );
 }

@@ -237,7 +237,7 @@ mod tests {
         assert_eq!(
             error.to_string(),
             format!(
-                "plan format {} is not one this agent reads (it reads format {}); \
+                "plan format {} is not one this agent reads (it reads formats up to {}); \
                  run an agent as new as the controller",
                 hawser_plan::PLAN_FORMAT + 1,
                 hawser_plan::PLAN_FORMAT

@@ -41,6 +41,14 @@ fn the_current_format_round_trips() {
 }
 
 #[test]
+fn every_earlier_format_is_read() {
+    let plan = plan();
+    for format in 1..PLAN_FORMAT {
+        assert_eq!(decode(format, &encode(&plan).unwrap()).unwrap(), plan);
+    }
+}
+
+#[test]
 fn a_sender_from_before_the_format_field_is_read_as_format_1() {
     let plan = plan();
     assert_eq!(decode(0, &encode(&plan).unwrap()).unwrap(), plan);
@@ -53,7 +61,7 @@ fn an_unknown_format_is_refused_naming_both_versions() {
     assert_eq!(
         error.to_string(),
         format!(
-            "plan format {} is not one this agent reads (it reads format {PLAN_FORMAT}); \
+            "plan format {} is not one this agent reads (it reads formats up to {PLAN_FORMAT}); \
              run an agent as new as the controller",
             PLAN_FORMAT + 1
         )
@@ -65,6 +73,9 @@ fn a_malformed_plan_says_so() {
     let error = decode(PLAN_FORMAT, b"not json").unwrap_err();
     assert!(matches!(
         error,
-        PlanFormatError::Malformed { format: 1, .. }
+        PlanFormatError::Malformed {
+            format: PLAN_FORMAT,
+            ..
+        }
     ));
 }

@@ -81,7 +81,11 @@ fn store(ingresses: impl IntoIterator<Item = Ingress>) -> Store {
 
 fn build(store: &Store) -> (RouteTable, Vec<Diagnostic>) {
     let mut diags = Diagnostics::default();
-    let table = route_table(store, CONTROLLER, &mut diags);
+    let settings = Settings {
+        ingress_controller: CONTROLLER.to_string(),
+        ..Settings::default()
+    };
+    let table = route_table(store, &settings, &mut diags);
     (table, diags.finish())
 }
 

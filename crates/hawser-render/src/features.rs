@@ -1,0 +1,103 @@
+//! Ingress features: what an Ingress asks of its routes beyond where they
+//! go (HTTPS redirects, HSTS, source allow- and deny-lists, redirects), as
+//! one typed model that annotation dialects feed and the `ingress` library
+//! templates read.
+//!
+//! ```text
+//!  Ingress annotations ──hawser.dev/* (annotations)──► IngressFeatures ──► feature sets ──► maps + access lists
+//!                      ──other dialects (foreign)───► refused / warned / ignored   (per route: `<backend>@<id>`)
+//! ```
+//!
+//! A route of an Ingress with features carries a feature-set id in its
+//! routes-map value (`<backend>@<namespace>/<name>`, or `…:tls` for routes
+//! whose host is one of the Ingress's TLS hosts). Every feature value lives
+//! in a map keyed by that id (or, for source ranges, in a map of its own),
+//! so changing a value is a runtime map change; only a new access list adds
+//! a line to haproxy.cfg. `docs/annotations.md` lists which changes reload.
+
+mod annotations;
+mod foreign;
+mod maps;
+mod values;
+
+use std::collections::BTreeMap;
+
+pub use annotations::{ANNOTATION_PREFIX, AnnotationError, ingress_features};
+pub use foreign::{ForeignAnnotations, foreign_annotations};
+pub(crate) use maps::{FeatureView, feature_maps};
+pub use values::Cidr;
+
+/// The redirect codes an HTTPS redirect may use.
+pub const REDIRECT_CODES: [u16; 5] = [301, 302, 303, 307, 308];
+
+/// What one Ingress asks of every rule and path it has.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IngressFeatures {
+    /// HTTP → HTTPS redirect code for its TLS hosts; `None`: no redirect.
+    pub https_redirect: Option<u16>,
+    /// The `Strict-Transport-Security` value for HTTPS answers of its TLS
+    /// hosts; `None`: not sent.
+    pub hsts: Option<String>,
+    /// Clients allowed (empty: every client).
+    pub allow: Vec<Cidr>,
+    /// Clients refused (403), checked after the allow-list.
+    pub deny: Vec<Cidr>,
+    /// Every request redirected elsewhere.
+    pub redirect: Option<Redirect>,
+    /// Where `/` redirects (302).
+    pub app_root: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    /// 301 (permanent) or 302 (temporary).
+    pub code: u16,
+    pub location: String,
+}
+
+impl IngressFeatures {
+    /// Features that hold on every route of the Ingress.
+    fn common(&self) -> bool {
+        !self.allow.is_empty()
+            || !self.deny.is_empty()
+            || self.redirect.is_some()
+            || self.app_root.is_some()
+    }
+
+    /// Features that hold only on routes of its TLS hosts.
+    fn tls_only(&self) -> bool {
+        self.https_redirect.is_some() || self.hsts.is_some()
+    }
+
+    /// The feature-set id a route of this Ingress carries (`key` is the
+    /// Ingress's `namespace/name`), `None` when no feature applies to it.
+    pub(crate) fn set_id(&self, key: &str, tls_host: bool) -> Option<String> {
+        if tls_host && self.tls_only() {
+            Some(format!("{key}:tls"))
+        } else if self.common() {
+            Some(key.to_string())
+        } else {
+            None
+        }
+    }
+}
+
+/// Whether `route_host` (empty: any host) is served under `tls_hosts` (an
+/// Ingress's `tls[].hosts`, which may hold one-label wildcards).
+pub(crate) fn is_tls_host(route_host: &str, tls_hosts: &[String]) -> bool {
+    !route_host.is_empty()
+        && tls_hosts.iter().any(|tls| {
+            tls == route_host
+                || tls.strip_prefix("*.").is_some_and(|parent| {
+                    route_host
+                        .split_once('.')
+                        .is_some_and(|(label, rest)| label != "*" && rest == parent)
+                })
+        })
+}
+
+/// Each Ingress's features by `namespace/name`, for the routes it owns.
+pub(crate) type FeaturesByIngress = BTreeMap<String, IngressFeatures>;
+
+#[cfg(test)]
+mod tests;

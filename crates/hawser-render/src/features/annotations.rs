@@ -1,0 +1,208 @@
+//! The `hawser.dev/` annotation dialect of an Ingress.
+//!
+//! Every value is parsed into its type; one bad value refuses the Ingress
+//! alone, naming the annotation, the value and what is expected. An unknown
+//! `hawser.dev/` annotation is refused as well, and so is one this version
+//! documents but does not serve yet: an Ingress that asks for
+//! authentication must never be served without it.
+
+use std::collections::BTreeMap;
+
+use super::values::{self, Expected};
+use super::{IngressFeatures, REDIRECT_CODES, Redirect};
+use crate::config::Settings;
+
+/// The prefix of hawser's own annotations.
+pub const ANNOTATION_PREFIX: &str = "hawser.dev/";
+
+const SSL_REDIRECT: &str = "ssl-redirect";
+const SSL_REDIRECT_CODE: &str = "ssl-redirect-code";
+const HSTS: &str = "hsts";
+const HSTS_MAX_AGE: &str = "hsts-max-age";
+const HSTS_INCLUDE_SUBDOMAINS: &str = "hsts-include-subdomains";
+const HSTS_PRELOAD: &str = "hsts-preload";
+const ALLOWLIST: &str = "allowlist-source-range";
+const DENYLIST: &str = "denylist-source-range";
+const PERMANENT_REDIRECT: &str = "permanent-redirect";
+const TEMPORAL_REDIRECT: &str = "temporal-redirect";
+const APP_ROOT: &str = "app-root";
+
+/// Documented in `docs/annotations.md` but not served by this version: an
+/// Ingress carrying one is refused, never served without it.
+const NOT_YET_SERVED: &[&str] = &[
+    "auth-type",
+    "auth-secret",
+    "auth-realm",
+    "auth-url",
+    "auth-signin",
+    "auth-response-headers",
+    "rate-limit-rps",
+    "rate-limit-burst",
+    "limit-connections",
+    "enable-cors",
+    "cors-allow-origin",
+    "cors-allow-methods",
+    "cors-allow-headers",
+    "cors-expose-headers",
+    "cors-allow-credentials",
+    "cors-max-age",
+    "rewrite-target",
+    "use-regex",
+    "proxy-body-size",
+    "request-headers",
+    "response-headers",
+    "client-auth-secret",
+    "client-auth-verify",
+    "client-auth-pass-certificate",
+    "ssl-passthrough",
+    "backend-protocol",
+    "backend-ca-secret",
+    "backend-sni",
+    "affinity",
+    "session-cookie-name",
+    "session-cookie-max-age",
+    "send-proxy-protocol",
+];
+
+/// Why an Ingress's `hawser.dev/` annotations cannot be served.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnnotationError {
+    #[error("annotation {annotation}: {value:?} is not {expected}")]
+    Invalid {
+        annotation: String,
+        value: String,
+        expected: Expected,
+    },
+    #[error(
+        "annotation {annotation} is not one hawser knows (docs/annotations.md lists them); the Ingress is refused rather than served without what it asks"
+    )]
+    Unknown { annotation: String },
+    #[error(
+        "annotation {annotation} is not served by this version of hawser; the Ingress is refused rather than served without it"
+    )]
+    NotYetServed { annotation: String },
+    #[error("annotations {first} and {second} cannot both be set")]
+    Conflict { first: String, second: String },
+}
+
+/// The features the `hawser.dev/` annotations of an Ingress ask for, on top
+/// of the defaults `settings` give (`sslRedirect`, `hsts`).
+pub fn ingress_features(
+    annotations: &BTreeMap<String, String>,
+    settings: &Settings,
+) -> Result<IngressFeatures, AnnotationError> {
+    let ours: BTreeMap<&str, &str> = annotations
+        .iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix(ANNOTATION_PREFIX)?, v.as_str())))
+        .collect();
+    for name in ours.keys() {
+        let known = [
+            SSL_REDIRECT,
+            SSL_REDIRECT_CODE,
+            HSTS,
+            HSTS_MAX_AGE,
+            HSTS_INCLUDE_SUBDOMAINS,
+            HSTS_PRELOAD,
+            ALLOWLIST,
+            DENYLIST,
+            PERMANENT_REDIRECT,
+            TEMPORAL_REDIRECT,
+            APP_ROOT,
+        ];
+        if NOT_YET_SERVED.contains(name) {
+            return Err(AnnotationError::NotYetServed {
+                annotation: format!("{ANNOTATION_PREFIX}{name}"),
+            });
+        }
+        if !known.contains(name) {
+            return Err(AnnotationError::Unknown {
+                annotation: format!("{ANNOTATION_PREFIX}{name}"),
+            });
+        }
+    }
+    let read = Reader(&ours);
+    let bool_of = |name| read.parse(name, values::boolean);
+
+    let redirect_code = read
+        .parse(SSL_REDIRECT_CODE, |v| {
+            values::code(v, &REDIRECT_CODES, "one of 301, 302, 303, 307, 308")
+        })?
+        .unwrap_or(308);
+    let https_redirect = bool_of(SSL_REDIRECT)?
+        .unwrap_or(settings.ssl_redirect)
+        .then_some(redirect_code);
+
+    let max_age = read
+        .parse(HSTS_MAX_AGE, values::seconds)?
+        .unwrap_or(31_536_000);
+    let include_subdomains = bool_of(HSTS_INCLUDE_SUBDOMAINS)?.unwrap_or(true);
+    let preload = bool_of(HSTS_PRELOAD)?.unwrap_or(false);
+    let hsts = bool_of(HSTS)?.unwrap_or(settings.hsts).then(|| {
+        let mut value = format!("max-age={max_age}");
+        if include_subdomains {
+            value.push_str("; includeSubDomains");
+        }
+        if preload {
+            value.push_str("; preload");
+        }
+        value
+    });
+
+    let allow = read
+        .parse(ALLOWLIST, values::cidr_list)?
+        .unwrap_or_default();
+    let deny = read.parse(DENYLIST, values::cidr_list)?.unwrap_or_default();
+
+    let permanent = read.parse(PERMANENT_REDIRECT, values::url)?;
+    let temporal = read.parse(TEMPORAL_REDIRECT, values::url)?;
+    let redirect = match (permanent, temporal) {
+        (Some(_), Some(_)) => {
+            return Err(AnnotationError::Conflict {
+                first: format!("{ANNOTATION_PREFIX}{PERMANENT_REDIRECT}"),
+                second: format!("{ANNOTATION_PREFIX}{TEMPORAL_REDIRECT}"),
+            });
+        }
+        (Some(location), None) => Some(Redirect {
+            code: 301,
+            location,
+        }),
+        (None, Some(location)) => Some(Redirect {
+            code: 302,
+            location,
+        }),
+        (None, None) => None,
+    };
+    let app_root = read.parse(APP_ROOT, values::path)?;
+
+    Ok(IngressFeatures {
+        https_redirect,
+        hsts,
+        allow,
+        deny,
+        redirect,
+        app_root,
+    })
+}
+
+/// The `hawser.dev/` annotations of one Ingress, by name without the prefix.
+struct Reader<'a>(&'a BTreeMap<&'a str, &'a str>);
+
+impl Reader<'_> {
+    /// The value of `name` parsed by `parser`; `None` when it is not set.
+    fn parse<T>(
+        &self,
+        name: &'static str,
+        parser: impl Fn(&str) -> Result<T, Expected>,
+    ) -> Result<Option<T>, AnnotationError> {
+        self.0
+            .get(name)
+            .map(|value| {
+                parser(value).map_err(|expected| AnnotationError::Invalid {
+                    annotation: format!("{ANNOTATION_PREFIX}{name}"),
+                    value: value.to_string(),
+                    expected,
+                })
+            })
+            .transpose()
+    }
+}

@@ -1,0 +1,151 @@
+//! The features of the Ingresses served, as maps the `ingress` library
+//! reads and the agent changes at runtime.
+//!
+//! Map keys are feature-set ids (`namespace/name`, `namespace/name:tls`):
+//!
+//! | map | value | line in haproxy.cfg |
+//! |---|---|---|
+//! | `maps/https_redirect.map` | code | one per code, always there |
+//! | `maps/hsts.map` | `Strict-Transport-Security` value | always there |
+//! | `maps/redirect_301.map`, `maps/redirect_302.map` | location | always there |
+//! | `maps/app_root.map` | path | always there |
+//! | `maps/allow_<ns>_<name>.map`, `maps/deny_<ns>_<name>.map` | networks (`map_ip`) | one per Ingress with a list |
+//!
+//! So a new value, or a changed one, is a map change; only an Ingress's
+//! first allow- or deny-list (or its last going) adds or removes a line.
+
+use serde::Serialize;
+
+use super::{FeaturesByIngress, IngressFeatures, REDIRECT_CODES};
+use hawser_plan::{MapEntry, MapPlan, MatchKind};
+
+const HTTPS_REDIRECT_MAP: &str = "maps/https_redirect.map";
+const HSTS_MAP: &str = "maps/hsts.map";
+const REDIRECT_301_MAP: &str = "maps/redirect_301.map";
+const REDIRECT_302_MAP: &str = "maps/redirect_302.map";
+const APP_ROOT_MAP: &str = "maps/app_root.map";
+
+/// What the `ingress` library's feature lines read (`ingress_features`).
+#[derive(Debug, Clone, Serialize)]
+pub struct FeatureView {
+    pub https_redirect_map: &'static str,
+    pub redirect_codes: [u16; 5],
+    pub hsts_map: &'static str,
+    pub redirect_301_map: &'static str,
+    pub redirect_302_map: &'static str,
+    pub app_root_map: &'static str,
+    /// One per Ingress with an allow- or deny-list, in namespace/name order.
+    pub access: Vec<AccessList>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct AccessList {
+    /// The Ingress, for the `# from:` mark.
+    pub ingress: String,
+    /// The feature-set ids of its routes.
+    pub ids: Vec<String>,
+    pub allow: Option<String>,
+    pub deny: Option<String>,
+}
+
+/// The feature maps of `features` (every one, empty or not), and the view
+/// the templates read.
+pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, FeatureView) {
+    let mut https_redirect = Vec::new();
+    let mut hsts = Vec::new();
+    let mut redirect_301 = Vec::new();
+    let mut redirect_302 = Vec::new();
+    let mut app_root = Vec::new();
+    let mut access = Vec::new();
+    let mut ip_maps = Vec::new();
+    for (key, f) in features {
+        let tls_id = format!("{key}:tls");
+        let entry = |id: &str, value: String| MapEntry {
+            key: id.to_string(),
+            value,
+        };
+        if let Some(code) = f.https_redirect {
+            https_redirect.push(entry(&tls_id, code.to_string()));
+        }
+        if let Some(value) = &f.hsts {
+            hsts.push(entry(&tls_id, value.clone()));
+        }
+        let ids = ids_of(key, f);
+        for id in &ids {
+            if let Some(redirect) = &f.redirect {
+                let map = if redirect.code == 301 {
+                    &mut redirect_301
+                } else {
+                    &mut redirect_302
+                };
+                map.push(entry(id, redirect.location.clone()));
+            }
+            if let Some(root) = &f.app_root {
+                app_root.push(entry(id, root.clone()));
+            }
+        }
+        if f.allow.is_empty() && f.deny.is_empty() {
+            continue;
+        }
+        let file = key.replace('/', "_");
+        let mut list = |kind: &str, networks: &[super::Cidr]| {
+            (!networks.is_empty()).then(|| {
+                let path = format!("maps/{kind}_{file}.map");
+                let entries = networks
+                    .iter()
+                    .map(|n| entry(&n.to_string(), kind.to_string()))
+                    .collect();
+                ip_maps.push(map(&path, MatchKind::Ip, entries));
+                path
+            })
+        };
+        let allow = list("allow", &f.allow);
+        let deny = list("deny", &f.deny);
+        access.push(AccessList {
+            ingress: key.clone(),
+            ids,
+            allow,
+            deny,
+        });
+    }
+    let mut maps = vec![
+        map(HTTPS_REDIRECT_MAP, MatchKind::Str, https_redirect),
+        map(HSTS_MAP, MatchKind::Str, hsts),
+        map(REDIRECT_301_MAP, MatchKind::Str, redirect_301),
+        map(REDIRECT_302_MAP, MatchKind::Str, redirect_302),
+        map(APP_ROOT_MAP, MatchKind::Str, app_root),
+    ];
+    maps.extend(ip_maps);
+    let view = FeatureView {
+        https_redirect_map: HTTPS_REDIRECT_MAP,
+        redirect_codes: REDIRECT_CODES,
+        hsts_map: HSTS_MAP,
+        redirect_301_map: REDIRECT_301_MAP,
+        redirect_302_map: REDIRECT_302_MAP,
+        app_root_map: APP_ROOT_MAP,
+        access,
+    };
+    (maps, view)
+}
+
+/// Every feature-set id the routes of the Ingress `key` may carry.
+fn ids_of(key: &str, features: &IngressFeatures) -> Vec<String> {
+    [features.set_id(key, false), features.set_id(key, true)]
+        .into_iter()
+        .flatten()
+        .fold(Vec::new(), |mut ids, id| {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+            ids
+        })
+}
+
+fn map(path: &str, match_kind: MatchKind, mut entries: Vec<MapEntry>) -> MapPlan {
+    entries.sort_by(|a, b| a.key.cmp(&b.key));
+    MapPlan {
+        path: path.to_string(),
+        match_kind,
+        entries,
+    }
+}

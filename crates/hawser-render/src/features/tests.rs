@@ -1,0 +1,182 @@
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::config::Settings;
+
+fn annotations(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (format!("hawser.dev/{k}"), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn defaults_redirect_and_send_hsts_on_tls_hosts() {
+    let features = ingress_features(&BTreeMap::new(), &Settings::default()).unwrap();
+    assert_eq!(features.https_redirect, Some(308));
+    assert_eq!(
+        features.hsts.as_deref(),
+        Some("max-age=31536000; includeSubDomains")
+    );
+    assert_eq!(
+        features.set_id("app/web", true).as_deref(),
+        Some("app/web:tls")
+    );
+    assert_eq!(features.set_id("app/web", false), None);
+
+    let settings = Settings {
+        ssl_redirect: false,
+        hsts: false,
+        ..Settings::default()
+    };
+    let features = ingress_features(&BTreeMap::new(), &settings).unwrap();
+    assert_eq!(features, IngressFeatures::default());
+}
+
+#[test]
+fn annotations_set_each_feature() {
+    let features = ingress_features(
+        &annotations(&[
+            ("ssl-redirect-code", "301"),
+            ("hsts-max-age", "60"),
+            ("hsts-include-subdomains", "false"),
+            ("hsts-preload", "true"),
+            ("allowlist-source-range", "10.0.0.0/8, 127.0.0.1"),
+            ("denylist-source-range", "10.1.0.0/16"),
+            ("temporal-redirect", "https://example.com/moved"),
+            ("app-root", "/app"),
+        ]),
+        &Settings::default(),
+    )
+    .unwrap();
+    assert_eq!(features.https_redirect, Some(301));
+    assert_eq!(features.hsts.as_deref(), Some("max-age=60; preload"));
+    assert_eq!(features.allow.len(), 2);
+    assert_eq!(features.deny[0].to_string(), "10.1.0.0/16");
+    assert_eq!(
+        features.redirect,
+        Some(Redirect {
+            code: 302,
+            location: "https://example.com/moved".to_string()
+        })
+    );
+    assert_eq!(features.app_root.as_deref(), Some("/app"));
+    assert_eq!(features.set_id("a/b", false).as_deref(), Some("a/b"));
+}
+
+#[test]
+fn a_bad_value_names_the_annotation_the_value_and_what_is_expected() {
+    let cases = [
+        (
+            ("ssl-redirect", "yes"),
+            r#"annotation hawser.dev/ssl-redirect: "yes" is not true or false"#,
+        ),
+        (
+            ("ssl-redirect-code", "200"),
+            r#"annotation hawser.dev/ssl-redirect-code: "200" is not one of 301, 302, 303, 307, 308"#,
+        ),
+        (
+            ("allowlist-source-range", "10.0.0.0/8\nbind :1"),
+            "annotation hawser.dev/allowlist-source-range: \"10.0.0.0/8\\nbind :1\" is not a comma-separated list",
+        ),
+        (
+            ("permanent-redirect", "/relative"),
+            r#"annotation hawser.dev/permanent-redirect: "/relative" is not an absolute http:// or https:// URL"#,
+        ),
+        (
+            ("balance", "leastconn"),
+            "annotation hawser.dev/balance is not one hawser knows",
+        ),
+        (
+            ("auth-url", "https://auth.example.com/"),
+            "annotation hawser.dev/auth-url is not served by this version of hawser",
+        ),
+    ];
+    for ((name, value), expected) in cases {
+        let error = ingress_features(&annotations(&[(name, value)]), &Settings::default())
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with(expected), "{error}");
+    }
+    let both = ingress_features(
+        &annotations(&[
+            ("permanent-redirect", "https://a.example/"),
+            ("temporal-redirect", "https://b.example/"),
+        ]),
+        &Settings::default(),
+    );
+    assert!(both.is_err());
+}
+
+#[test]
+fn tls_hosts_match_exactly_or_by_one_wildcard_label() {
+    let tls = [
+        "a.example.com".to_string(),
+        "*.apps.example.com".to_string(),
+    ];
+    assert!(is_tls_host("a.example.com", &tls));
+    assert!(is_tls_host("x.apps.example.com", &tls));
+    assert!(!is_tls_host("x.y.apps.example.com", &tls));
+    assert!(!is_tls_host("b.example.com", &tls));
+    assert!(!is_tls_host("", &tls));
+}
+
+#[test]
+fn feature_maps_hold_every_value_by_feature_set() {
+    let mut by_ingress = FeaturesByIngress::new();
+    by_ingress.insert(
+        "app/web".to_string(),
+        ingress_features(
+            &annotations(&[
+                ("allowlist-source-range", "10.0.0.0/8"),
+                ("app-root", "/home"),
+            ]),
+            &Settings::default(),
+        )
+        .unwrap(),
+    );
+    let (maps, view) = feature_maps(&by_ingress);
+    let entries = |path: &str| -> Vec<(String, String)> {
+        maps.iter()
+            .find(|m| m.path == path)
+            .unwrap()
+            .entries
+            .iter()
+            .map(|e| (e.key.clone(), e.value.clone()))
+            .collect()
+    };
+    let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+    assert_eq!(
+        entries("maps/https_redirect.map"),
+        [pair("app/web:tls", "308")]
+    );
+    assert_eq!(
+        entries("maps/app_root.map"),
+        [pair("app/web", "/home"), pair("app/web:tls", "/home")]
+    );
+    assert_eq!(
+        entries("maps/allow_app_web.map"),
+        [pair("10.0.0.0/8", "allow")]
+    );
+    assert_eq!(view.access.len(), 1);
+    assert_eq!(view.access[0].ids, ["app/web", "app/web:tls"]);
+    assert_eq!(view.access[0].deny, None);
+}
+
+#[test]
+fn settings_name_the_defaults_and_the_foreign_policy() {
+    let settings: Settings = serde_json::from_value(serde_json::json!({
+        "sslRedirect": false,
+        "hsts": false,
+        "foreignAnnotations": "warn",
+    }))
+    .unwrap();
+    assert!(!settings.ssl_redirect && !settings.hsts);
+    assert_eq!(settings.foreign_annotations, ForeignAnnotations::Warn);
+    let refused = serde_json::from_value::<Settings>(serde_json::json!({
+        "foreignAnnotations": "allow",
+    }));
+    assert!(refused.is_err());
+}

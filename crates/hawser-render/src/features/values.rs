@@ -1,0 +1,173 @@
+//! Annotation values as types: each parser names what it expects, so a bad
+//! value is refused with the annotation, the value and the expectation.
+
+use std::fmt;
+use std::net::IpAddr;
+
+use crate::validate;
+
+/// An IPv4 or IPv6 network (`10.0.0.0/8`, `2001:db8::/32`; a bare address is
+/// one host), written back canonically: nothing else can ride along.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cidr {
+    pub address: IpAddr,
+    pub prefix: u8,
+}
+
+impl fmt::Display for Cidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.address, self.prefix)
+    }
+}
+
+/// What a value should have been, for the error message.
+pub type Expected = &'static str;
+
+pub fn boolean(value: &str) -> Result<bool, Expected> {
+    match value.trim() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err("true or false"),
+    }
+}
+
+/// A whole number of seconds, at most ten years.
+pub fn seconds(value: &str) -> Result<u64, Expected> {
+    const EXPECTED: Expected = "a whole number of seconds (at most 315360000)";
+    let text = value.trim();
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(EXPECTED);
+    }
+    text.parse::<u64>()
+        .ok()
+        .filter(|s| *s <= 315_360_000)
+        .ok_or(EXPECTED)
+}
+
+/// One of `allowed` status codes.
+pub fn code(value: &str, allowed: &[u16], expected: Expected) -> Result<u16, Expected> {
+    value
+        .trim()
+        .parse::<u16>()
+        .ok()
+        .filter(|c| allowed.contains(c))
+        .ok_or(expected)
+}
+
+/// A comma-separated list of networks, at least one, at most 1024.
+pub fn cidr_list(value: &str) -> Result<Vec<Cidr>, Expected> {
+    const EXPECTED: Expected =
+        "a comma-separated list of IPv4 or IPv6 addresses or networks (10.0.0.0/8, 2001:db8::/32)";
+    let mut list = Vec::new();
+    for part in value.split(',') {
+        let part = part.trim();
+        if part.is_empty() {
+            continue;
+        }
+        list.push(cidr(part).ok_or(EXPECTED)?);
+    }
+    if list.is_empty() || list.len() > 1024 {
+        return Err(EXPECTED);
+    }
+    list.sort();
+    list.dedup();
+    Ok(list)
+}
+
+fn cidr(text: &str) -> Option<Cidr> {
+    let (address, prefix) = match text.split_once('/') {
+        Some((address, prefix)) => (address, Some(prefix)),
+        None => (text, None),
+    };
+    let address: IpAddr = address.parse().ok()?;
+    let max = if address.is_ipv4() { 32 } else { 128 };
+    let prefix = match prefix {
+        None => max,
+        Some(p) if !p.is_empty() && p.len() <= 3 && p.bytes().all(|b| b.is_ascii_digit()) => {
+            p.parse::<u8>().ok().filter(|p| *p <= max)?
+        }
+        Some(_) => return None,
+    };
+    Some(Cidr { address, prefix })
+}
+
+/// An absolute `http://` or `https://` URL of printable characters that a
+/// `Location` header carries as it is: no spaces, quotes, backslashes or
+/// angle brackets, at most 2048 bytes.
+pub fn url(value: &str) -> Result<String, Expected> {
+    const EXPECTED: Expected =
+        "an absolute http:// or https:// URL without spaces, quotes, backslashes or angle brackets";
+    let rest = value
+        .strip_prefix("https://")
+        .or_else(|| value.strip_prefix("http://"))
+        .ok_or(EXPECTED)?;
+    let clean = value
+        .bytes()
+        .all(|b| (b'!'..=b'~').contains(&b) && !b"\"'\\<>`".contains(&b));
+    if rest.is_empty() || rest.starts_with('/') || !clean || value.len() > 2048 {
+        return Err(EXPECTED);
+    }
+    Ok(value.to_string())
+}
+
+/// A URL path (see [`validate::path`]).
+pub fn path(value: &str) -> Result<String, Expected> {
+    validate::path(value)
+        .map(|()| value.to_string())
+        .map_err(|_| "a path starting with '/' of URL path characters")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn networks_are_parsed_and_written_canonically() {
+        let list = cidr_list("10.0.0.0/8, 192.168.1.7 ,2001:db8:0::/32,10.0.0.0/8").unwrap();
+        let text: Vec<String> = list.iter().map(ToString::to_string).collect();
+        assert_eq!(text, ["10.0.0.0/8", "192.168.1.7/32", "2001:db8::/32"]);
+        for bad in [
+            "",
+            ",",
+            "10.0.0.0/33",
+            "10.0.0/8",
+            "10.0.0.0/",
+            "10.0.0.0/8 #x",
+            "10.0.0.0/8\nbind :1",
+            "::1/129",
+            "example.com",
+        ] {
+            assert!(cidr_list(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn urls_must_be_absolute_and_plain() {
+        assert_eq!(
+            url("https://example.com/a?b=c%20d").unwrap(),
+            "https://example.com/a?b=c%20d"
+        );
+        for bad in [
+            "/relative",
+            "ftp://x",
+            "https://",
+            "https:///x",
+            "https://a b",
+            "https://a\"b",
+            "https://a\r\nX-Evil: 1",
+            "https://a<b>",
+        ] {
+            assert!(url(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn seconds_booleans_and_codes() {
+        assert_eq!(seconds("31536000"), Ok(31_536_000));
+        assert!(seconds("-1").is_err() && seconds("1e3").is_err() && seconds("").is_err());
+        assert_eq!(boolean("true"), Ok(true));
+        assert!(boolean("yes").is_err());
+        assert_eq!(code("308", &[301, 308], "x"), Ok(308));
+        assert!(code("200", &[301, 308], "x").is_err());
+    }
+}
