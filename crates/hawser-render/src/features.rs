@@ -16,6 +16,7 @@
 //! a line to haproxy.cfg. `docs/annotations.md` lists which changes reload.
 
 mod annotations;
+mod cors;
 mod foreign;
 mod maps;
 mod values;
@@ -23,7 +24,9 @@ mod values;
 use std::collections::BTreeMap;
 
 pub use annotations::{ANNOTATION_PREFIX, AnnotationError, ingress_features};
+pub use cors::{CORS_DEFAULT_HEADERS, CORS_DEFAULT_METHODS};
 pub use foreign::{ForeignAnnotations, foreign_annotations};
+pub use maps::LIMITS_TABLE;
 pub(crate) use maps::{FeatureView, feature_maps};
 pub use values::Cidr;
 
@@ -46,6 +49,30 @@ pub struct IngressFeatures {
     pub redirect: Option<Redirect>,
     /// Where `/` redirects (302).
     pub app_root: Option<String>,
+    /// Requests a client may send within any one second (the rate and its
+    /// burst); more get 429.
+    pub rate_limit: Option<u32>,
+    /// Requests a client may have in flight at once; more get 429.
+    pub connection_limit: Option<u32>,
+    /// Cross-origin requests browsers may make.
+    pub cors: Option<Cors>,
+}
+
+/// What `enable-cors` and the `cors-*` annotations allow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cors {
+    /// Origins allowed (`scheme://host[:port]`), or `*` alone for any.
+    pub origins: Vec<String>,
+    /// `Access-Control-Allow-Methods`.
+    pub methods: String,
+    /// `Access-Control-Allow-Headers`.
+    pub headers: String,
+    /// `Access-Control-Expose-Headers`, if any.
+    pub expose: Option<String>,
+    /// `Access-Control-Allow-Credentials: true`.
+    pub credentials: bool,
+    /// `Access-Control-Max-Age` in seconds.
+    pub max_age: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,6 +89,9 @@ impl IngressFeatures {
             || !self.deny.is_empty()
             || self.redirect.is_some()
             || self.app_root.is_some()
+            || self.rate_limit.is_some()
+            || self.connection_limit.is_some()
+            || self.cors.is_some()
     }
 
     /// Features that hold only on routes of its TLS hosts.

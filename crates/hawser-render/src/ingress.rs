@@ -144,8 +144,13 @@ pub(crate) fn route_table(
             ))
         });
         match served {
-            Ok((routes, default_backend, features)) => {
+            Ok((routes, default_backend, mut features)) => {
                 let key = format!("{}/{}", ingress.key.namespace, ingress.key.name);
+                if !routes.iter().any(|route| route.tls_host) {
+                    // No route carries its TLS feature set: nothing to write.
+                    features.https_redirect = None;
+                    features.hsts = None;
+                }
                 add_routes(&mut table, &object, routes, &key, &features, diags);
                 if features != IngressFeatures::default() {
                     table.features.insert(key, features);

@@ -131,7 +131,7 @@ fn hostile_values_inject_nothing() {
         ":9999",
         "/etc/passwd",
         "backup",
-        "http-request deny",
+        "http-request deny if TRUE",
         "other.example.com",
     ];
     for (path, file) in files.iter() {
@@ -175,7 +175,12 @@ fn hostile_values_inject_nothing() {
     for line in config.lines().filter(|l| l.starts_with("backend ")) {
         let name = &line["backend ".len()..];
         assert!(
-            backend_names.contains(&name) || name == hawser_render::NOT_FOUND_BACKEND,
+            backend_names.contains(&name)
+                || [
+                    hawser_render::NOT_FOUND_BACKEND,
+                    hawser_render::features::LIMITS_TABLE
+                ]
+                .contains(&name),
             "backend {name:?} is not in the plan"
         );
     }

@@ -126,3 +126,101 @@ async fn foreign_and_bad_annotations_are_refused_or_reported_never_dropped_silen
         .expect_routed_to("migrated.example.com", "/", "app")
         .await;
 }
+
+#[tokio::test]
+async fn a_burst_over_the_rate_gets_429() {
+    let ingress = serve_features().await;
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        statuses.push(ingress.get("limited.example.com", "/").await.status);
+    }
+    assert_eq!(&statuses[..2], [200, 200], "{statuses:?}");
+    assert!(statuses.contains(&429), "{statuses:?}");
+    // Another Ingress's limit is its own: this client is not limited there.
+    ingress
+        .expect_routed_to("local.example.com", "/", "app")
+        .await;
+}
+
+#[tokio::test]
+async fn a_second_request_in_flight_gets_429() {
+    use tokio::io::AsyncWriteExt as _;
+    let ingress = serve_features().await;
+    // A request whose body never completes stays in flight.
+    let mut held = tokio::net::TcpStream::connect(ingress.http).await.unwrap();
+    held.write_all(
+        b"POST / HTTP/1.1\r\nHost: single.example.com\r\nContent-Length: 100\r\n\r\npartial",
+    )
+    .await
+    .unwrap();
+    let deadline = tokio::time::Instant::now() + support::TIMEOUT;
+    while ingress.get("single.example.com", "/").await.status != 429 {
+        assert!(tokio::time::Instant::now() < deadline, "never limited");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    drop(held);
+    let deadline = tokio::time::Instant::now() + support::TIMEOUT;
+    while ingress.get("single.example.com", "/").await.status != 200 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the limit never lifted"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn cors_answers_preflights_and_allowed_origins_only() {
+    use support::Request;
+    let ingress = serve_features().await;
+    let preflight = ingress
+        .request(
+            &Request::get("api.example.com", "/items")
+                .method("OPTIONS")
+                .header("Origin", "https://app.example.com")
+                .header("Access-Control-Request-Method", "POST"),
+        )
+        .await;
+    assert_eq!(preflight.status, 204, "{}", preflight.text());
+    for (name, value) in [
+        ("access-control-allow-origin", "https://app.example.com"),
+        ("access-control-allow-methods", "GET, POST"),
+        ("access-control-max-age", "600"),
+        ("vary", "Origin"),
+    ] {
+        assert_eq!(preflight.header(name), Some(value), "{name}");
+    }
+    assert_eq!(preflight.header("access-control-allow-credentials"), None);
+
+    let simple = ingress
+        .request(
+            &Request::get("api.example.com", "/items").header("Origin", "http://localhost:8080"),
+        )
+        .await;
+    assert_eq!(simple.status, 200);
+    assert_eq!(simple.echo().service, "app");
+    assert_eq!(
+        simple.header("access-control-allow-origin"),
+        Some("http://localhost:8080")
+    );
+    assert_eq!(
+        simple.header("access-control-expose-headers"),
+        Some("X-Total")
+    );
+
+    let foreign = ingress
+        .request(
+            &Request::get("api.example.com", "/items").header("Origin", "https://evil.example.com"),
+        )
+        .await;
+    assert_eq!(foreign.status, 200);
+    assert_eq!(foreign.header("access-control-allow-origin"), None);
+
+    let any = ingress
+        .request(
+            &Request::get("public-api.example.com", "/").header("Origin", "https://anyone.example"),
+        )
+        .await;
+    assert_eq!(any.header("access-control-allow-origin"), Some("*"));
+    assert_eq!(any.header("access-control-allow-credentials"), Some("true"));
+}

@@ -26,6 +26,18 @@ const DENYLIST: &str = "denylist-source-range";
 const PERMANENT_REDIRECT: &str = "permanent-redirect";
 const TEMPORAL_REDIRECT: &str = "temporal-redirect";
 const APP_ROOT: &str = "app-root";
+const RATE_LIMIT_RPS: &str = "rate-limit-rps";
+const RATE_LIMIT_BURST: &str = "rate-limit-burst";
+const LIMIT_CONNECTIONS: &str = "limit-connections";
+const CORS: &[&str] = &[
+    "enable-cors",
+    "cors-allow-origin",
+    "cors-allow-methods",
+    "cors-allow-headers",
+    "cors-expose-headers",
+    "cors-allow-credentials",
+    "cors-max-age",
+];
 
 /// Documented in `docs/annotations.md` but not served by this version: an
 /// Ingress carrying one is refused, never served without it.
@@ -36,16 +48,6 @@ const NOT_YET_SERVED: &[&str] = &[
     "auth-url",
     "auth-signin",
     "auth-response-headers",
-    "rate-limit-rps",
-    "rate-limit-burst",
-    "limit-connections",
-    "enable-cors",
-    "cors-allow-origin",
-    "cors-allow-methods",
-    "cors-allow-headers",
-    "cors-expose-headers",
-    "cors-allow-credentials",
-    "cors-max-age",
     "rewrite-target",
     "use-regex",
     "proxy-body-size",
@@ -83,6 +85,8 @@ pub enum AnnotationError {
     NotYetServed { annotation: String },
     #[error("annotations {first} and {second} cannot both be set")]
     Conflict { first: String, second: String },
+    #[error("annotation {annotation} needs {needs}")]
+    Needs { annotation: String, needs: String },
 }
 
 /// The features the `hawser.dev/` annotations of an Ingress ask for, on top
@@ -108,13 +112,16 @@ pub fn ingress_features(
             PERMANENT_REDIRECT,
             TEMPORAL_REDIRECT,
             APP_ROOT,
+            RATE_LIMIT_RPS,
+            RATE_LIMIT_BURST,
+            LIMIT_CONNECTIONS,
         ];
         if NOT_YET_SERVED.contains(name) {
             return Err(AnnotationError::NotYetServed {
                 annotation: format!("{ANNOTATION_PREFIX}{name}"),
             });
         }
-        if !known.contains(name) {
+        if !known.contains(name) && !CORS.contains(name) {
             return Err(AnnotationError::Unknown {
                 annotation: format!("{ANNOTATION_PREFIX}{name}"),
             });
@@ -174,6 +181,21 @@ pub fn ingress_features(
     };
     let app_root = read.parse(APP_ROOT, values::path)?;
 
+    let rate = read.parse(RATE_LIMIT_RPS, |v| values::count(v, 1, 100_000))?;
+    let burst = read.parse(RATE_LIMIT_BURST, |v| values::count(v, 0, 1_000_000))?;
+    let rate_limit = match (rate, burst) {
+        (Some(rate), burst) => Some(rate + burst.unwrap_or(rate)),
+        (None, Some(_)) => {
+            return Err(AnnotationError::Needs {
+                annotation: format!("{ANNOTATION_PREFIX}{RATE_LIMIT_BURST}"),
+                needs: format!("{ANNOTATION_PREFIX}{RATE_LIMIT_RPS}"),
+            });
+        }
+        (None, None) => None,
+    };
+    let connection_limit = read.parse(LIMIT_CONNECTIONS, |v| values::count(v, 1, 100_000))?;
+    let cors = super::cors::cors(&ours, &read)?;
+
     Ok(IngressFeatures {
         https_redirect,
         hsts,
@@ -181,15 +203,18 @@ pub fn ingress_features(
         deny,
         redirect,
         app_root,
+        rate_limit,
+        connection_limit,
+        cors,
     })
 }
 
 /// The `hawser.dev/` annotations of one Ingress, by name without the prefix.
-struct Reader<'a>(&'a BTreeMap<&'a str, &'a str>);
+pub(super) struct Reader<'a>(&'a BTreeMap<&'a str, &'a str>);
 
 impl Reader<'_> {
     /// The value of `name` parsed by `parser`; `None` when it is not set.
-    fn parse<T>(
+    pub(super) fn parse<T>(
         &self,
         name: &'static str,
         parser: impl Fn(&str) -> Result<T, Expected>,

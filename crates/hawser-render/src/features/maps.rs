@@ -9,6 +9,9 @@
 //! | `maps/hsts.map` | `Strict-Transport-Security` value | always there |
 //! | `maps/redirect_301.map`, `maps/redirect_302.map` | location | always there |
 //! | `maps/app_root.map` | path | always there |
+//! | `maps/rate_limit.map`, `maps/connection_limit.map` | requests a second, requests in flight | always there |
+//! | `maps/cors_origins.map` | keyed `<id>\|<origin>` (or `<id>\|*`) | always there |
+//! | `maps/cors_methods.map`, `cors_headers`, `cors_expose`, `cors_max_age`, `cors_credentials` | header values | always there |
 //! | `maps/allow_<ns>_<name>.map`, `maps/deny_<ns>_<name>.map` | networks (`map_ip`) | one per Ingress with a list |
 //!
 //! So a new value, or a changed one, is a map change; only an Ingress's
@@ -19,11 +22,22 @@ use serde::Serialize;
 use super::{FeaturesByIngress, IngressFeatures, REDIRECT_CODES};
 use hawser_plan::{MapEntry, MapPlan, MatchKind};
 
+/// The stick table Ingress rate and connection limits count in: a backend
+/// section of its own, keyed by feature set and client address.
+pub const LIMITS_TABLE: &str = "hawser_limits";
 const HTTPS_REDIRECT_MAP: &str = "maps/https_redirect.map";
 const HSTS_MAP: &str = "maps/hsts.map";
 const REDIRECT_301_MAP: &str = "maps/redirect_301.map";
 const REDIRECT_302_MAP: &str = "maps/redirect_302.map";
 const APP_ROOT_MAP: &str = "maps/app_root.map";
+const RATE_LIMIT_MAP: &str = "maps/rate_limit.map";
+const CONNECTION_LIMIT_MAP: &str = "maps/connection_limit.map";
+const CORS_ORIGINS_MAP: &str = "maps/cors_origins.map";
+const CORS_METHODS_MAP: &str = "maps/cors_methods.map";
+const CORS_HEADERS_MAP: &str = "maps/cors_headers.map";
+const CORS_EXPOSE_MAP: &str = "maps/cors_expose.map";
+const CORS_MAX_AGE_MAP: &str = "maps/cors_max_age.map";
+const CORS_CREDENTIALS_MAP: &str = "maps/cors_credentials.map";
 
 /// What the `ingress` library's feature lines read (`ingress_features`).
 #[derive(Debug, Clone, Serialize)]
@@ -34,8 +48,23 @@ pub struct FeatureView {
     pub redirect_301_map: &'static str,
     pub redirect_302_map: &'static str,
     pub app_root_map: &'static str,
+    pub rate_limit_map: &'static str,
+    pub connection_limit_map: &'static str,
+    pub limits_table: &'static str,
+    pub cors: CorsMaps,
     /// One per Ingress with an allow- or deny-list, in namespace/name order.
     pub access: Vec<AccessList>,
+}
+
+/// The maps CORS reads, by what they hold.
+#[derive(Debug, Clone, Serialize)]
+pub struct CorsMaps {
+    pub origins: &'static str,
+    pub methods: &'static str,
+    pub headers: &'static str,
+    pub expose: &'static str,
+    pub max_age: &'static str,
+    pub credentials: &'static str,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -56,6 +85,9 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
     let mut redirect_301 = Vec::new();
     let mut redirect_302 = Vec::new();
     let mut app_root = Vec::new();
+    let mut rate_limit = Vec::new();
+    let mut connection_limit = Vec::new();
+    let mut cors = CorsEntries::default();
     let mut access = Vec::new();
     let mut ip_maps = Vec::new();
     for (key, f) in features {
@@ -82,6 +114,15 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
             }
             if let Some(root) = &f.app_root {
                 app_root.push(entry(id, root.clone()));
+            }
+            if let Some(limit) = f.rate_limit {
+                rate_limit.push(entry(id, limit.to_string()));
+            }
+            if let Some(limit) = f.connection_limit {
+                connection_limit.push(entry(id, limit.to_string()));
+            }
+            if let Some(c) = &f.cors {
+                cors.add(id, c);
             }
         }
         if f.allow.is_empty() && f.deny.is_empty() {
@@ -114,6 +155,14 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
         map(REDIRECT_301_MAP, MatchKind::Str, redirect_301),
         map(REDIRECT_302_MAP, MatchKind::Str, redirect_302),
         map(APP_ROOT_MAP, MatchKind::Str, app_root),
+        map(RATE_LIMIT_MAP, MatchKind::Str, rate_limit),
+        map(CONNECTION_LIMIT_MAP, MatchKind::Str, connection_limit),
+        map(CORS_ORIGINS_MAP, MatchKind::Str, cors.origins),
+        map(CORS_METHODS_MAP, MatchKind::Str, cors.methods),
+        map(CORS_HEADERS_MAP, MatchKind::Str, cors.headers),
+        map(CORS_EXPOSE_MAP, MatchKind::Str, cors.expose),
+        map(CORS_MAX_AGE_MAP, MatchKind::Str, cors.max_age),
+        map(CORS_CREDENTIALS_MAP, MatchKind::Str, cors.credentials),
     ];
     maps.extend(ip_maps);
     let view = FeatureView {
@@ -123,9 +172,53 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
         redirect_301_map: REDIRECT_301_MAP,
         redirect_302_map: REDIRECT_302_MAP,
         app_root_map: APP_ROOT_MAP,
+        rate_limit_map: RATE_LIMIT_MAP,
+        connection_limit_map: CONNECTION_LIMIT_MAP,
+        limits_table: LIMITS_TABLE,
+        cors: CorsMaps {
+            origins: CORS_ORIGINS_MAP,
+            methods: CORS_METHODS_MAP,
+            headers: CORS_HEADERS_MAP,
+            expose: CORS_EXPOSE_MAP,
+            max_age: CORS_MAX_AGE_MAP,
+            credentials: CORS_CREDENTIALS_MAP,
+        },
         access,
     };
     (maps, view)
+}
+
+/// The entries of the CORS maps.
+#[derive(Default)]
+struct CorsEntries {
+    origins: Vec<MapEntry>,
+    methods: Vec<MapEntry>,
+    headers: Vec<MapEntry>,
+    expose: Vec<MapEntry>,
+    max_age: Vec<MapEntry>,
+    credentials: Vec<MapEntry>,
+}
+
+impl CorsEntries {
+    fn add(&mut self, id: &str, cors: &super::Cors) {
+        let entry = |key: String, value: &str| MapEntry {
+            key,
+            value: value.to_string(),
+        };
+        for origin in &cors.origins {
+            self.origins.push(entry(format!("{id}|{origin}"), "1"));
+        }
+        self.methods.push(entry(id.to_string(), &cors.methods));
+        self.headers.push(entry(id.to_string(), &cors.headers));
+        if let Some(expose) = &cors.expose {
+            self.expose.push(entry(id.to_string(), expose));
+        }
+        self.max_age
+            .push(entry(id.to_string(), &cors.max_age.to_string()));
+        if cors.credentials {
+            self.credentials.push(entry(id.to_string(), "true"));
+        }
+    }
 }
 
 /// Every feature-set id the routes of the Ingress `key` may carry.

@@ -44,6 +44,20 @@ pub fn seconds(value: &str) -> Result<u64, Expected> {
         .ok_or(EXPECTED)
 }
 
+/// A whole number from `min` to `max`.
+pub fn count(value: &str, min: u32, max: u32) -> Result<u32, Expected> {
+    let text = value.trim();
+    let parsed = (!text.is_empty() && text.len() <= 10 && text.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| text.parse::<u32>().ok())
+        .flatten()
+        .filter(|n| (min..=max).contains(n));
+    parsed.ok_or(match (min, max) {
+        (0, 1_000_000) => "a whole number from 0 to 1000000",
+        (1, 100_000) => "a whole number from 1 to 100000",
+        _ => "a whole number in range",
+    })
+}
+
 /// One of `allowed` status codes.
 pub fn code(value: &str, allowed: &[u16], expected: Expected) -> Result<u16, Expected> {
     value

@@ -112,6 +112,18 @@ impl Haproxy {
             .unwrap_or_else(|e| panic!("GET http://{host}{target}: {e}"))
     }
 
+    /// `request` over plain HTTP/1.1.
+    pub async fn request(&self, request: &http::Request) -> Response {
+        http::http1_request(self.http, request)
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{} http://{}{}: {e}",
+                    request.method, request.host, request.target
+                )
+            })
+    }
+
     /// `GET https://<host><target>` over HTTP/1.1 with SNI `sni` (none for `None`).
     pub async fn get_tls(&self, sni: Option<&str>, host: &str, target: &str) -> Response {
         http::https1_get(self.https, sni, host, target)
