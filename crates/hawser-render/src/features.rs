@@ -56,6 +56,10 @@ pub struct IngressFeatures {
     pub connection_limit: Option<u32>,
     /// Cross-origin requests browsers may make.
     pub cors: Option<Cors>,
+    /// Headers set on the request to the backend, by lowercase name.
+    pub request_headers: BTreeMap<String, String>,
+    /// Headers set on the answer to the client, by lowercase name.
+    pub response_headers: BTreeMap<String, String>,
 }
 
 /// What `enable-cors` and the `cors-*` annotations allow.
@@ -92,6 +96,8 @@ impl IngressFeatures {
             || self.rate_limit.is_some()
             || self.connection_limit.is_some()
             || self.cors.is_some()
+            || !self.request_headers.is_empty()
+            || !self.response_headers.is_empty()
     }
 
     /// Features that hold only on routes of its TLS hosts.

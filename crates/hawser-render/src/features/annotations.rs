@@ -29,6 +29,8 @@ const APP_ROOT: &str = "app-root";
 const RATE_LIMIT_RPS: &str = "rate-limit-rps";
 const RATE_LIMIT_BURST: &str = "rate-limit-burst";
 const LIMIT_CONNECTIONS: &str = "limit-connections";
+const REQUEST_HEADERS: &str = "request-headers";
+const RESPONSE_HEADERS: &str = "response-headers";
 const CORS: &[&str] = &[
     "enable-cors",
     "cors-allow-origin",
@@ -51,8 +53,6 @@ const NOT_YET_SERVED: &[&str] = &[
     "rewrite-target",
     "use-regex",
     "proxy-body-size",
-    "request-headers",
-    "response-headers",
     "client-auth-secret",
     "client-auth-verify",
     "client-auth-pass-certificate",
@@ -115,6 +115,8 @@ pub fn ingress_features(
             RATE_LIMIT_RPS,
             RATE_LIMIT_BURST,
             LIMIT_CONNECTIONS,
+            REQUEST_HEADERS,
+            RESPONSE_HEADERS,
         ];
         if NOT_YET_SERVED.contains(name) {
             return Err(AnnotationError::NotYetServed {
@@ -195,6 +197,12 @@ pub fn ingress_features(
     };
     let connection_limit = read.parse(LIMIT_CONNECTIONS, |v| values::count(v, 1, 100_000))?;
     let cors = super::cors::cors(&ours, &read)?;
+    let request_headers = read
+        .parse(REQUEST_HEADERS, values::header_lines)?
+        .unwrap_or_default();
+    let response_headers = read
+        .parse(RESPONSE_HEADERS, values::header_lines)?
+        .unwrap_or_default();
 
     Ok(IngressFeatures {
         https_redirect,
@@ -206,6 +214,8 @@ pub fn ingress_features(
         rate_limit,
         connection_limit,
         cors,
+        request_headers,
+        response_headers,
     })
 }
 

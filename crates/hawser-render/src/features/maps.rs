@@ -17,6 +17,8 @@
 //! So a new value, or a changed one, is a map change; only an Ingress's
 //! first allow- or deny-list (or its last going) adds or removes a line.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::{FeaturesByIngress, IngressFeatures, REDIRECT_CODES};
@@ -52,8 +54,20 @@ pub struct FeatureView {
     pub connection_limit_map: &'static str,
     pub limits_table: &'static str,
     pub cors: CorsMaps,
+    /// One per header name some Ingress sets on requests, in name order.
+    pub request_headers: Vec<HeaderMap>,
+    /// One per header name some Ingress sets on answers, in name order.
+    pub response_headers: Vec<HeaderMap>,
     /// One per Ingress with an allow- or deny-list, in namespace/name order.
     pub access: Vec<AccessList>,
+}
+
+/// A header some Ingresses set, and the map of its value by feature set.
+#[derive(Debug, Clone, Serialize)]
+pub struct HeaderMap {
+    /// Lowercase; letters, digits and `-` only.
+    pub name: String,
+    pub map: String,
 }
 
 /// The maps CORS reads, by what they hold.
@@ -88,6 +102,8 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
     let mut rate_limit = Vec::new();
     let mut connection_limit = Vec::new();
     let mut cors = CorsEntries::default();
+    let mut request_headers: BTreeMap<String, Vec<MapEntry>> = BTreeMap::new();
+    let mut response_headers: BTreeMap<String, Vec<MapEntry>> = BTreeMap::new();
     let mut access = Vec::new();
     let mut ip_maps = Vec::new();
     for (key, f) in features {
@@ -123,6 +139,16 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
             }
             if let Some(c) = &f.cors {
                 cors.add(id, c);
+            }
+            for (set, headers) in [
+                (&mut request_headers, &f.request_headers),
+                (&mut response_headers, &f.response_headers),
+            ] {
+                for (name, value) in headers {
+                    set.entry(name.clone())
+                        .or_default()
+                        .push(entry(id, value.clone()));
+                }
             }
         }
         if f.allow.is_empty() && f.deny.is_empty() {
@@ -165,6 +191,18 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
         map(CORS_CREDENTIALS_MAP, MatchKind::Str, cors.credentials),
     ];
     maps.extend(ip_maps);
+    let mut header_maps = |kind: &str, headers: BTreeMap<String, Vec<MapEntry>>| {
+        headers
+            .into_iter()
+            .map(|(name, entries)| {
+                let path = format!("maps/{kind}_header_{name}.map");
+                maps.push(map(&path, MatchKind::Str, entries));
+                HeaderMap { name, map: path }
+            })
+            .collect::<Vec<_>>()
+    };
+    let request_headers = header_maps("request", request_headers);
+    let response_headers = header_maps("response", response_headers);
     let view = FeatureView {
         https_redirect_map: HTTPS_REDIRECT_MAP,
         redirect_codes: REDIRECT_CODES,
@@ -183,6 +221,8 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
             max_age: CORS_MAX_AGE_MAP,
             credentials: CORS_CREDENTIALS_MAP,
         },
+        request_headers,
+        response_headers,
         access,
     };
     (maps, view)

@@ -180,3 +180,71 @@ fn settings_name_the_defaults_and_the_foreign_policy() {
     }));
     assert!(refused.is_err());
 }
+
+#[test]
+fn header_lines_are_typed_and_reserved_names_refused() {
+    let features = ingress_features(
+        &annotations(&[
+            ("request-headers", "X-Team: payments\nX-Env:  prod "),
+            ("response-headers", "Cache-Control: no-store"),
+        ]),
+        &Settings::default(),
+    )
+    .unwrap();
+    assert_eq!(features.request_headers["x-team"], "payments");
+    assert_eq!(features.request_headers["x-env"], "prod");
+    assert_eq!(features.response_headers["cache-control"], "no-store");
+    for bad in [
+        "Host: evil.example.com",
+        "Transfer-Encoding: chunked",
+        "X-A value",
+        "X A: b",
+        "X-A: b\u{7}",
+        "X-A: one\nX-A: two",
+    ] {
+        let error = ingress_features(
+            &annotations(&[("request-headers", bad)]),
+            &Settings::default(),
+        );
+        assert!(error.is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn each_header_name_has_a_map_of_its_values() {
+    let mut by_ingress = FeaturesByIngress::new();
+    for (key, value) in [
+        ("a/one", "X-Team: one"),
+        ("b/two", "X-Team: two\nX-Tier: gold"),
+    ] {
+        by_ingress.insert(
+            key.to_string(),
+            ingress_features(
+                &annotations(&[("request-headers", value)]),
+                &Settings {
+                    ssl_redirect: false,
+                    hsts: false,
+                    ..Settings::default()
+                },
+            )
+            .unwrap(),
+        );
+    }
+    let (maps, view) = feature_maps(&by_ingress);
+    let names: Vec<&str> = view
+        .request_headers
+        .iter()
+        .map(|h| h.name.as_str())
+        .collect();
+    assert_eq!(names, ["x-team", "x-tier"]);
+    let team = maps
+        .iter()
+        .find(|m| m.path == "maps/request_header_x-team.map")
+        .unwrap();
+    let entries: Vec<(&str, &str)> = team
+        .entries
+        .iter()
+        .map(|e| (e.key.as_str(), e.value.as_str()))
+        .collect();
+    assert_eq!(entries, [("a/one", "one"), ("b/two", "two")]);
+}

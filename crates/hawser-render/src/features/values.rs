@@ -124,6 +124,47 @@ pub fn url(value: &str) -> Result<String, Expected> {
     Ok(value.to_string())
 }
 
+/// Headers HAProxy or the connection own: setting them would break the
+/// exchange or its routing.
+const RESERVED_HEADERS: &[&str] = &[
+    "host",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "upgrade",
+    "te",
+    "trailer",
+    "keep-alive",
+    "proxy-connection",
+];
+
+/// `Name: value` lines (at most 32), names of letters, digits and `-`
+/// (not one HAProxy or the connection owns), values of printable ASCII.
+/// Names are kept lowercase.
+pub fn header_lines(value: &str) -> Result<std::collections::BTreeMap<String, String>, Expected> {
+    const EXPECTED: Expected = "\"Name: value\" lines (names of letters, digits and -, not Host, Content-Length, Transfer-Encoding or a hop-by-hop header; values of printable characters)";
+    let mut headers = std::collections::BTreeMap::new();
+    for line in value.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (name, value) = line.split_once(':').ok_or(EXPECTED)?;
+        let name = name.trim().to_ascii_lowercase();
+        let value = value.trim();
+        let name_ok = !name.is_empty()
+            && name.len() <= 64
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !RESERVED_HEADERS.contains(&name.as_str());
+        let value_ok = !value.is_empty()
+            && value.len() <= 1024
+            && value.bytes().all(|b| (b' '..=b'~').contains(&b));
+        if !name_ok || !value_ok || headers.insert(name, value.to_string()).is_some() {
+            return Err(EXPECTED);
+        }
+    }
+    if headers.is_empty() || headers.len() > 32 {
+        return Err(EXPECTED);
+    }
+    Ok(headers)
+}
+
 /// A URL path (see [`validate::path`]).
 pub fn path(value: &str) -> Result<String, Expected> {
     validate::path(value)
