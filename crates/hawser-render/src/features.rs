@@ -118,6 +118,82 @@ impl IngressFeatures {
     }
 }
 
+/// The features an Ingress's `hawser.dev/` annotations give it under
+/// `settings`, less those that hold only on TLS hosts when none of its
+/// rules is for one of its TLS hosts.
+pub fn effective_features(
+    ingress: &hawser_model::Ingress,
+    settings: &crate::config::Settings,
+) -> Result<IngressFeatures, AnnotationError> {
+    let mut features = ingress_features(&ingress.annotations, settings)?;
+    let tls_hosts: Vec<String> = ingress
+        .tls
+        .iter()
+        .flat_map(|tls| tls.hosts.iter().cloned())
+        .collect();
+    let serves_a_tls_host = ingress
+        .rules
+        .iter()
+        .any(|rule| is_tls_host(rule.host.as_deref().unwrap_or_default(), &tls_hosts));
+    if !serves_a_tls_host {
+        features.https_redirect = None;
+        features.hsts = None;
+    }
+    Ok(features)
+}
+
+impl IngressFeatures {
+    /// One line per feature, as `hawser status` shows them.
+    pub fn describe(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some(code) = self.https_redirect {
+            lines.push(format!("HTTPS redirect ({code}) on its TLS hosts"));
+        }
+        if let Some(hsts) = &self.hsts {
+            lines.push(format!(
+                "Strict-Transport-Security: {hsts} on its TLS hosts"
+            ));
+        }
+        let networks = |list: &[Cidr]| {
+            list.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if !self.allow.is_empty() {
+            lines.push(format!("allows only {}", networks(&self.allow)));
+        }
+        if !self.deny.is_empty() {
+            lines.push(format!("denies {}", networks(&self.deny)));
+        }
+        if let Some(limit) = self.rate_limit {
+            lines.push(format!("{limit} requests a second per client"));
+        }
+        if let Some(limit) = self.connection_limit {
+            lines.push(format!("{limit} requests in flight per client"));
+        }
+        if let Some(cors) = &self.cors {
+            lines.push(format!("CORS for {}", cors.origins.join(", ")));
+        }
+        if let Some(redirect) = &self.redirect {
+            lines.push(format!(
+                "every request redirected ({}) to {}",
+                redirect.code, redirect.location
+            ));
+        }
+        if let Some(root) = &self.app_root {
+            lines.push(format!("/ redirected (302) to {root}"));
+        }
+        for (name, value) in &self.request_headers {
+            lines.push(format!("request header {name}: {value}"));
+        }
+        for (name, value) in &self.response_headers {
+            lines.push(format!("response header {name}: {value}"));
+        }
+        lines
+    }
+}
+
 /// Whether `route_host` (empty: any host) is served under `tls_hosts` (an
 /// Ingress's `tls[].hosts`, which may hold one-label wildcards).
 pub(crate) fn is_tls_host(route_host: &str, tls_hosts: &[String]) -> bool {

@@ -144,13 +144,8 @@ pub(crate) fn route_table(
             ))
         });
         match served {
-            Ok((routes, default_backend, mut features)) => {
+            Ok((routes, default_backend, features)) => {
                 let key = format!("{}/{}", ingress.key.namespace, ingress.key.name);
-                if !routes.iter().any(|route| route.tls_host) {
-                    // No route carries its TLS feature set: nothing to write.
-                    features.https_redirect = None;
-                    features.hsts = None;
-                }
                 add_routes(&mut table, &object, routes, &key, &features, diags);
                 if features != IngressFeatures::default() {
                     table.features.insert(key, features);
@@ -177,8 +172,7 @@ fn served_features(
 ) -> Result<IngressFeatures, String> {
     let ignored =
         features::foreign_annotations(&ingress.annotations, settings.foreign_annotations)?;
-    let features =
-        features::ingress_features(&ingress.annotations, settings).map_err(|e| e.to_string())?;
+    let features = features::effective_features(ingress, settings).map_err(|e| e.to_string())?;
     for warning in ignored {
         diags.warn(object, warning);
     }

@@ -254,3 +254,45 @@ async fn headers_are_set_on_the_request_and_the_answer() {
     assert_eq!(other.header("cache-control"), None);
     assert_eq!(other.echo().headers.get("x-team"), None);
 }
+
+/// `hawser status` shows what each served Ingress asks of its routes.
+#[tokio::test]
+async fn status_shows_the_effective_features_of_each_ingress() {
+    let ingress = serve_features().await;
+    let mut command = support::hawser_command(["status"]);
+    command.arg("--manifests").arg(ingress.manifests.path());
+    let run = support::run_to_end(&mut command);
+    for expected in [
+        "  served features/members\n    allows only 10.0.0.0/8, 192.168.0.0/16\n",
+        "  served features/secure\n    HTTPS redirect (301) on its TLS hosts\n    Strict-Transport-Security: max-age=600; includeSubDomains; preload on its TLS hosts\n",
+        "  served features/limited\n    2 requests a second per client\n",
+        "  rejected features/bad-code: annotation hawser.dev/ssl-redirect-code",
+    ] {
+        assert!(
+            run.stdout.contains(expected),
+            "{expected:?} in:\n{}",
+            run.stdout
+        );
+    }
+    // An Ingress with no TLS host gets neither redirect nor HSTS by default.
+    assert!(
+        run.stdout.contains("  served features/migrated\n  "),
+        "{}",
+        run.stdout
+    );
+
+    let mut command = support::hawser_command(["status", "--output", "json"]);
+    command.arg("--manifests").arg(ingress.manifests.path());
+    let json: serde_json::Value =
+        serde_json::from_str(&support::run_to_end(&mut command).stdout).unwrap();
+    let rooted = json["ingresses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == "rooted")
+        .unwrap();
+    assert_eq!(
+        rooted["features"],
+        serde_json::json!(["/ redirected (302) to /app/"])
+    );
+}

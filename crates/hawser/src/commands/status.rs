@@ -16,7 +16,8 @@ use std::process::ExitCode;
 use hawser_controller::quarantine::{Judge, QuarantineError, render_checked};
 use hawser_haproxy::HaproxyBinary;
 use hawser_model::{Kind, ObjectKey, ObjectRef, Store};
-use hawser_render::{Diagnostic, GatewayRouting, Rendered, Severity, gateway_routing};
+use hawser_render::features::effective_features;
+use hawser_render::{Diagnostic, GatewayRouting, Rendered, Settings, Severity, gateway_routing};
 
 use super::input;
 use crate::cli::{StatusArgs, StatusOutput};
@@ -39,12 +40,14 @@ impl IngressState {
     }
 }
 
-/// One Ingress and, unless served, why not.
+/// One Ingress and, unless served, why not; served, what it asks of its
+/// routes (docs/annotations.md).
 #[derive(Debug)]
 pub struct IngressOutcome {
     pub key: ObjectKey,
     pub state: IngressState,
     pub why: Option<String>,
+    pub features: Vec<String>,
 }
 
 /// Everything a status report shows.
@@ -90,7 +93,11 @@ pub async fn run(args: &StatusArgs) -> anyhow::Result<ExitCode> {
         store,
         controller: controller.clone(),
         routing,
-        ingresses: ingress_outcomes(store, &rendered.diagnostics),
+        ingresses: ingress_outcomes(
+            store,
+            &rendered.diagnostics,
+            &inputs.renderer.config().settings,
+        ),
         quarantined: rendered
             .diagnostics
             .iter()
@@ -131,7 +138,11 @@ async fn checked_render(inputs: &input::Inputs) -> anyhow::Result<Rendered> {
     }
 }
 
-fn ingress_outcomes(store: &Store, diagnostics: &[Diagnostic]) -> Vec<IngressOutcome> {
+fn ingress_outcomes(
+    store: &Store,
+    diagnostics: &[Diagnostic],
+    settings: &Settings,
+) -> Vec<IngressOutcome> {
     store
         .ingresses()
         .map(|ingress| {
@@ -149,10 +160,17 @@ fn ingress_outcomes(store: &Store, diagnostics: &[Diagnostic]) -> Vec<IngressOut
                 Some((_, why)) => (IngressState::Ignored, Some(why)),
                 None => (IngressState::Served, None),
             };
+            let features = match state {
+                IngressState::Served => effective_features(ingress, settings)
+                    .map(|f| f.describe())
+                    .unwrap_or_default(),
+                _ => Vec::new(),
+            };
             IngressOutcome {
                 key: ingress.key.clone(),
                 state,
                 why,
+                features,
             }
         })
         .collect()

@@ -46,6 +46,9 @@ pub fn report(report: &Report<'_>) -> Value {
             if let Some(why) = &ingress.why {
                 out.insert("message".into(), why.clone().into());
             }
+            if !ingress.features.is_empty() {
+                out.insert("features".into(), ingress.features.clone().into());
+            }
             Value::Object(out)
         })
         .collect();

@@ -111,6 +111,9 @@ pub fn report(report: &Report<'_>) -> String {
                     let _ = writeln!(out, "  {} {}", state.as_str(), ingress.key);
                 }
             }
+            for feature in &ingress.features {
+                let _ = writeln!(out, "    {feature}");
+            }
         }
     }
     out
