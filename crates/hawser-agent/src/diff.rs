@@ -274,6 +274,12 @@ fn diff_backends(
                 }
                 continue;
             };
+            if (&was.keywords, &was.proto) != (&server.keywords, &server.proto) {
+                reasons.push(format!(
+                    "server {backend}/{name} speaks to its pod differently (its keywords changed)"
+                ));
+                continue;
+            }
             if was.resolve || server.resolve {
                 if was != server {
                     reasons.push(format!("DNS-named server {backend}/{name} changed"));

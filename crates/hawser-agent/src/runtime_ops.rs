@@ -182,6 +182,9 @@ async fn add_server(
     if let Some(proto) = &server.proto {
         keywords.extend(["proto", proto.as_str()]);
     }
+    // And every keyword the rendered servers carry (TLS, SNI, PROXY
+    // protocol, cookie): a server behaves the same however it arrived.
+    keywords.extend(server.keywords.iter().map(String::as_str));
     api.add_server(backend, &server.name, ip, server.port, &keywords)
         .await?;
     if server.state == ServerState::Ready {

@@ -38,6 +38,10 @@ pub struct BackendPlan {
     /// of a Service port's backend that TLSRoutes and TCPRoutes send to).
     #[serde(default)]
     pub mode: BackendMode,
+    /// Session affinity: the `cookie` line's arguments (the cookie's name
+    /// and how it is set); each server then carries `cookie <its name>`.
+    #[serde(default)]
+    pub cookie: Option<String>,
 }
 
 impl BackendPlan {
@@ -75,6 +79,13 @@ pub struct ServerPlan {
     /// clear text, for gRPC).
     #[serde(default)]
     pub proto: Option<String>,
+    /// Every other server keyword, one CLI word each (`ssl`, `verify`,
+    /// `none`, `send-proxy-v2`, `cookie`, …): written on the rendered server
+    /// line and given to `add server` alike, so a server added at runtime
+    /// behaves as a rendered one. A change to an existing server's
+    /// keywords takes a reload.
+    #[serde(default)]
+    pub keywords: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

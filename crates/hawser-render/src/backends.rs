@@ -11,6 +11,7 @@ use hawser_model::{
     Kind, ObjectKey, ObjectRef, Service, ServicePort, ServicePortRef, ServiceType, Store,
 };
 
+use crate::features::{ANNOTATION_PREFIX, BACKEND_ANNOTATIONS, BackendFeatures, backend_features};
 use crate::report::Diagnostics;
 use crate::validate;
 use hawser_plan::{BackendMode, BackendPlan, ServerPlan, ServerState};
@@ -73,13 +74,20 @@ impl BackendKey {
 struct ServiceSettings {
     balance: String,
     timeout_server: Option<String>,
+    features: BackendFeatures,
 }
+
+/// Not served by this version: a Service carrying one is refused rather
+/// than served without it.
+const NOT_YET_SERVED: &[&str] = &["backend-ca-secret"];
 
 fn service_settings(service: &Service) -> Result<ServiceSettings, String> {
     let mut settings = ServiceSettings {
         balance: "roundrobin".to_string(),
         timeout_server: None,
+        features: BackendFeatures::default(),
     };
+    let mut backend = BTreeMap::new();
     for (key, value) in &service.annotations {
         match key.as_str() {
             BALANCE_ANNOTATION => {
@@ -95,9 +103,20 @@ fn service_settings(service: &Service) -> Result<ServiceSettings, String> {
                 validate::duration(&format!("annotation {key}:"), value)?;
                 settings.timeout_server = Some(value.clone());
             }
-            _ => return Err(format!("annotation {key} is not one hawser knows")),
+            _ => match key.strip_prefix(ANNOTATION_PREFIX) {
+                Some(name) if BACKEND_ANNOTATIONS.contains(&name) => {
+                    backend.insert(name, value.as_str());
+                }
+                Some(name) if NOT_YET_SERVED.contains(&name) => {
+                    return Err(format!(
+                        "annotation {key} is not served by this version of hawser; the Service is refused rather than served without it"
+                    ));
+                }
+                _ => return Err(format!("annotation {key} is not one hawser knows")),
+            },
         }
     }
+    settings.features = backend_features(&backend).map_err(|e| e.to_string())?;
     Ok(settings)
 }
 
@@ -119,6 +138,7 @@ pub(crate) fn backend_plans(
                 timeout_server: None,
                 servers: Vec::new(),
                 mode: BackendMode::Http,
+                cookie: None,
             };
             let service_key = ObjectKey::new(&key.namespace, &key.service);
             let Some(service) = store.service(&service_key) else {
@@ -138,6 +158,7 @@ pub(crate) fn backend_plans(
             };
             plan.balance = settings.balance;
             plan.timeout_server = settings.timeout_server;
+            plan.cookie = settings.features.cookie();
             let Some(port) = service.port(&key.port) else {
                 diags.warn(
                     referrer,
@@ -149,6 +170,10 @@ pub(crate) fn backend_plans(
                 ServiceType::Endpoints => endpoint_servers(store, service, port, diags),
                 ServiceType::ExternalName(host) => external_server(&service_ref, host, port, diags),
             };
+            for server in &mut plan.servers {
+                server.keywords = settings.features.server_keywords(&server.name);
+                server.proto = settings.features.proto().map(str::to_string);
+            }
             plan
         })
         .collect();
@@ -236,6 +261,7 @@ fn server(address: String, port: u16, resolve: bool) -> ServerPlan {
         state: ServerState::Ready,
         resolve,
         proto: None,
+        keywords: Vec::new(),
     }
 }
 
@@ -257,6 +283,7 @@ mod tests {
             timeout_server: None,
             servers: Vec::new(),
             mode: BackendMode::Http,
+            cookie: None,
         };
         assert!(plan.serves_service("app", "web"));
         assert!(!plan.serves_service("app", "we"));

@@ -16,6 +16,7 @@
 //! a line to haproxy.cfg. `docs/annotations.md` lists which changes reload.
 
 mod annotations;
+mod backend;
 mod cors;
 mod foreign;
 mod maps;
@@ -24,6 +25,7 @@ mod values;
 use std::collections::BTreeMap;
 
 pub use annotations::{ANNOTATION_PREFIX, AnnotationError, ingress_features};
+pub use backend::{BACKEND_ANNOTATIONS, BackendFeatures, BackendProtocol, backend_features};
 pub use cors::{CORS_DEFAULT_HEADERS, CORS_DEFAULT_METHODS};
 pub use foreign::{ForeignAnnotations, foreign_annotations};
 pub use maps::LIMITS_TABLE;

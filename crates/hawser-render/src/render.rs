@@ -298,6 +298,13 @@ fn tcp_backends(store: &Store, view: &GatewayView, diags: &mut Diagnostics) -> V
         plan.name.push_str(gateway_frontends::TCP_SUFFIX);
         plan.source.push_str(" over TCP");
         plan.mode = BackendMode::Tcp;
+        // Whole connections: no cookie, and the client's own TLS goes
+        // through as it is; only the PROXY protocol still applies.
+        plan.cookie = None;
+        for server in &mut plan.servers {
+            server.proto = None;
+            server.keywords.retain(|w| w.starts_with("send-proxy"));
+        }
     }
     plans
 }

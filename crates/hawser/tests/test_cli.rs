@@ -85,7 +85,7 @@ fn a_failure_names_the_rejected_object_it_relies_on() {
         .unwrap_or_else(|| panic!("no FAIL legacy line\n{}", run.describe()));
     assert!(
         legacy.starts_with(
-            "FAIL legacy: expected status 200 from Service shop/legacy, got 503 from HAProxy itself (no Service answered); the render rejected Service shop/legacy: annotation hawser.dev/affinity"
+            "FAIL legacy: expected status 200 from Service shop/legacy, got 503 from HAProxy itself (no Service answered); the render rejected Service shop/legacy: annotation hawser.dev/sticky-magic"
         ),
         "{legacy}"
     );

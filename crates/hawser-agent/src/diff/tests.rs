@@ -28,6 +28,7 @@ fn server(name: &str, address: &str, port: u16) -> ServerPlan {
         state: ServerState::Ready,
         resolve: false,
         proto: None,
+        keywords: Vec::new(),
     }
 }
 
@@ -42,6 +43,7 @@ fn base() -> Version {
             timeout_server: None,
             servers: vec![server("a", "10.0.0.1", 80), server("b", "10.0.0.2", 80)],
             mode: BackendMode::Http,
+            cookie: None,
         }],
         maps: vec![MapPlan {
             path: "maps/exact.map".to_string(),

@@ -19,8 +19,10 @@ fn plan() -> Plan {
                 state: ServerState::Maintenance,
                 resolve: false,
                 proto: Some("h2".into()),
+                keywords: Vec::new(),
             }],
             mode: BackendMode::Tcp,
+            cookie: None,
         }],
         maps: vec![MapPlan::longest_first(
             crate::ROUTES_MAP_PATH,

@@ -57,13 +57,7 @@ const NOT_YET_SERVED: &[&str] = &[
     "client-auth-verify",
     "client-auth-pass-certificate",
     "ssl-passthrough",
-    "backend-protocol",
     "backend-ca-secret",
-    "backend-sni",
-    "affinity",
-    "session-cookie-name",
-    "session-cookie-max-age",
-    "send-proxy-protocol",
 ];
 
 /// Why an Ingress's `hawser.dev/` annotations cannot be served.
@@ -83,6 +77,10 @@ pub enum AnnotationError {
         "annotation {annotation} is not served by this version of hawser; the Ingress is refused rather than served without it"
     )]
     NotYetServed { annotation: String },
+    #[error(
+        "annotation {annotation} is served on Services in this version; set it on the Service, or the Ingress is refused rather than served without it"
+    )]
+    ServiceOnly { annotation: String },
     #[error("annotations {first} and {second} cannot both be set")]
     Conflict { first: String, second: String },
     #[error("annotation {annotation} needs {needs}")]
@@ -118,6 +116,11 @@ pub fn ingress_features(
             REQUEST_HEADERS,
             RESPONSE_HEADERS,
         ];
+        if super::BACKEND_ANNOTATIONS.contains(name) {
+            return Err(AnnotationError::ServiceOnly {
+                annotation: format!("{ANNOTATION_PREFIX}{name}"),
+            });
+        }
         if NOT_YET_SERVED.contains(name) {
             return Err(AnnotationError::NotYetServed {
                 annotation: format!("{ANNOTATION_PREFIX}{name}"),

@@ -248,3 +248,19 @@ fn each_header_name_has_a_map_of_its_values() {
         .collect();
     assert_eq!(entries, [("a/one", "one"), ("b/two", "two")]);
 }
+
+#[test]
+fn backend_annotations_on_an_ingress_say_where_they_belong() {
+    let error = ingress_features(
+        &annotations(&[("backend-protocol", "HTTPS")]),
+        &Settings::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        error.starts_with(
+            "annotation hawser.dev/backend-protocol is served on Services in this version"
+        ),
+        "{error}"
+    );
+}

@@ -233,6 +233,21 @@ impl Run {
             .unwrap_or_else(|e| panic!("GET http://{host}{target}: {e}\n{}", self.output()))
     }
 
+    /// `request` over plain HTTP/1.1.
+    pub async fn request(&self, request: &http::Request) -> Response {
+        http::http1_request(self.http, request)
+            .await
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{} http://{}{}: {e}\n{}",
+                    request.method,
+                    request.host,
+                    request.target,
+                    self.output()
+                )
+            })
+    }
+
     pub async fn expect_routed_to(&self, host: &str, target: &str, service: &str) -> EchoReply {
         let response = self.get(host, target).await;
         assert_eq!(response.status, 200, "GET {target}: {:?}", response.text());

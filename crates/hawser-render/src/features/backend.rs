@@ -1,0 +1,297 @@
+//! What a Service asks of the backends its ports become: the protocol
+//! HAProxy speaks to its pods, the SNI it sends, PROXY protocol, and session
+//! affinity. Each becomes server keywords that the rendered servers and the
+//! servers the agent adds at runtime carry alike (`ServerPlan::keywords`).
+
+use std::collections::BTreeMap;
+
+use super::values::{self, Expected};
+use super::{ANNOTATION_PREFIX, AnnotationError};
+
+const BACKEND_PROTOCOL: &str = "backend-protocol";
+const BACKEND_SNI: &str = "backend-sni";
+const SEND_PROXY_PROTOCOL: &str = "send-proxy-protocol";
+const AFFINITY: &str = "affinity";
+const SESSION_COOKIE_NAME: &str = "session-cookie-name";
+const SESSION_COOKIE_MAX_AGE: &str = "session-cookie-max-age";
+/// The backend annotations a Service may carry.
+pub const BACKEND_ANNOTATIONS: &[&str] = &[
+    BACKEND_PROTOCOL,
+    BACKEND_SNI,
+    SEND_PROXY_PROTOCOL,
+    AFFINITY,
+    SESSION_COOKIE_NAME,
+    SESSION_COOKIE_MAX_AGE,
+];
+/// ingress-nginx's `session-cookie-name` default.
+const DEFAULT_COOKIE: &str = "INGRESSCOOKIE";
+
+/// How HAProxy talks to the pods.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BackendProtocol {
+    #[default]
+    Http,
+    Https,
+    H2c,
+    Grpc,
+    Grpcs,
+}
+
+/// What a Service's backend annotations ask.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BackendFeatures {
+    pub protocol: BackendProtocol,
+    /// The SNI sent to TLS pods.
+    pub sni: Option<String>,
+    /// `send-proxy` (1) or `send-proxy-v2` (2).
+    pub proxy_protocol: Option<u8>,
+    /// Sticky sessions: the cookie's name and max age (none: a session cookie).
+    pub affinity: Option<(String, Option<u64>)>,
+}
+
+impl BackendFeatures {
+    /// The server keywords these features give (each one CLI word), for a
+    /// server named `server`.
+    pub fn server_keywords(&self, server: &str) -> Vec<String> {
+        let protocol: &[&str] = match self.protocol {
+            BackendProtocol::Http => &[],
+            // Without a CA the pods' certificates are not verified (said in
+            // docs/annotations.md; verification with a CA comes later).
+            BackendProtocol::Https => &["ssl", "verify", "none"],
+            // Written as the server's `proto` (see `proto`).
+            BackendProtocol::H2c | BackendProtocol::Grpc => &[],
+            BackendProtocol::Grpcs => &["ssl", "verify", "none", "alpn", "h2"],
+        };
+        let mut words: Vec<String> = protocol.iter().map(|w| w.to_string()).collect();
+        if let Some(sni) = &self.sni {
+            words.push("sni".to_string());
+            words.push(format!("str({sni})"));
+        }
+        match self.proxy_protocol {
+            Some(1) => words.push("send-proxy".to_string()),
+            Some(_) => words.push("send-proxy-v2".to_string()),
+            None => {}
+        }
+        if self.affinity.is_some() {
+            words.push("cookie".to_string());
+            words.push(server.to_string());
+        }
+        words
+    }
+
+    /// The server's `proto`: `h2` for HTTP/2 in clear text.
+    pub fn proto(&self) -> Option<&'static str> {
+        matches!(self.protocol, BackendProtocol::H2c | BackendProtocol::Grpc).then_some("h2")
+    }
+
+    /// The backend's `cookie` line arguments, with affinity.
+    pub fn cookie(&self) -> Option<String> {
+        let (name, max_age) = self.affinity.as_ref()?;
+        let mut line = format!("{name} insert indirect nocache httponly");
+        if let Some(age) = max_age {
+            line.push_str(&format!(" maxlife {age}s"));
+        }
+        Some(line)
+    }
+}
+
+/// The backend features of a Service's `hawser.dev/` annotations (`ours`:
+/// by name without the prefix, only the backend ones).
+pub fn backend_features(ours: &BTreeMap<&str, &str>) -> Result<BackendFeatures, AnnotationError> {
+    let protocol = match ours.get(BACKEND_PROTOCOL) {
+        None => BackendProtocol::Http,
+        Some(value) => match value.trim() {
+            "HTTP" => BackendProtocol::Http,
+            "HTTPS" => BackendProtocol::Https,
+            "H2C" => BackendProtocol::H2c,
+            "GRPC" => BackendProtocol::Grpc,
+            "GRPCS" => BackendProtocol::Grpcs,
+            _ => {
+                return Err(AnnotationError::Invalid {
+                    annotation: format!("{ANNOTATION_PREFIX}{BACKEND_PROTOCOL}"),
+                    value: value.to_string(),
+                    expected: "one of HTTP, HTTPS, H2C, GRPC, GRPCS",
+                });
+            }
+        },
+    };
+    let sni = match ours.get(BACKEND_SNI) {
+        None => None,
+        Some(value) if crate::validate::host(value).is_ok() && !value.starts_with('*') => {
+            Some(value.to_string())
+        }
+        Some(value) => {
+            return Err(AnnotationError::Invalid {
+                annotation: format!("{ANNOTATION_PREFIX}{BACKEND_SNI}"),
+                value: value.to_string(),
+                expected: "a DNS name",
+            });
+        }
+    };
+    let proxy_protocol = match ours.get(SEND_PROXY_PROTOCOL).map(|v| v.trim()) {
+        None => None,
+        Some("v1") => Some(1),
+        Some("v2") => Some(2),
+        Some(value) => {
+            return Err(AnnotationError::Invalid {
+                annotation: format!("{ANNOTATION_PREFIX}{SEND_PROXY_PROTOCOL}"),
+                value: value.to_string(),
+                expected: "v1 or v2",
+            });
+        }
+    };
+    let affinity = match ours.get(AFFINITY).map(|v| v.trim()) {
+        None => {
+            if let Some(name) = [SESSION_COOKIE_NAME, SESSION_COOKIE_MAX_AGE]
+                .iter()
+                .find(|n| ours.contains_key(**n))
+            {
+                return Err(AnnotationError::Needs {
+                    annotation: format!("{ANNOTATION_PREFIX}{name}"),
+                    needs: format!("{ANNOTATION_PREFIX}{AFFINITY}: cookie"),
+                });
+            }
+            None
+        }
+        Some("cookie") => {
+            let name = parse(ours, SESSION_COOKIE_NAME, cookie_name)?
+                .unwrap_or_else(|| DEFAULT_COOKIE.to_string());
+            let max_age = parse(ours, SESSION_COOKIE_MAX_AGE, values::seconds)?;
+            Some((name, max_age))
+        }
+        Some(value) => {
+            return Err(AnnotationError::Invalid {
+                annotation: format!("{ANNOTATION_PREFIX}{AFFINITY}"),
+                value: value.to_string(),
+                expected: "cookie",
+            });
+        }
+    };
+    Ok(BackendFeatures {
+        protocol,
+        sni,
+        proxy_protocol,
+        affinity,
+    })
+}
+
+/// The value of `name` parsed by `parser`; `None` when it is not set.
+fn parse<T>(
+    ours: &BTreeMap<&str, &str>,
+    name: &'static str,
+    parser: impl Fn(&str) -> Result<T, Expected>,
+) -> Result<Option<T>, AnnotationError> {
+    ours.get(name)
+        .map(|value| {
+            parser(value).map_err(|expected| AnnotationError::Invalid {
+                annotation: format!("{ANNOTATION_PREFIX}{name}"),
+                value: value.to_string(),
+                expected,
+            })
+        })
+        .transpose()
+}
+
+/// A cookie name: an RFC 6265 token of letters, digits, `-` and `_`.
+fn cookie_name(value: &str) -> Result<String, Expected> {
+    let ok = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(value.to_string())
+    } else {
+        Err("a cookie name of letters, digits, - and _")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn features(pairs: &[(&str, &str)]) -> Result<BackendFeatures, AnnotationError> {
+        let ours: BTreeMap<&str, &str> = pairs.iter().copied().collect();
+        backend_features(&ours)
+    }
+
+    #[test]
+    fn each_protocol_gives_its_keywords() {
+        let words = |pairs: &[(&str, &str)]| features(pairs).unwrap().server_keywords("ep_1");
+        assert!(words(&[]).is_empty());
+        assert_eq!(
+            words(&[("backend-protocol", "HTTPS")]),
+            ["ssl", "verify", "none"]
+        );
+        assert!(words(&[("backend-protocol", "GRPC")]).is_empty());
+        assert_eq!(
+            features(&[("backend-protocol", "H2C")]).unwrap().proto(),
+            Some("h2")
+        );
+        assert_eq!(
+            words(&[
+                ("backend-protocol", "GRPCS"),
+                ("backend-sni", "api.internal")
+            ]),
+            [
+                "ssl",
+                "verify",
+                "none",
+                "alpn",
+                "h2",
+                "sni",
+                "str(api.internal)"
+            ]
+        );
+        assert_eq!(words(&[("send-proxy-protocol", "v2")]), ["send-proxy-v2"]);
+        assert_eq!(words(&[("affinity", "cookie")]), ["cookie", "ep_1"]);
+    }
+
+    #[test]
+    fn affinity_names_its_cookie() {
+        let f = features(&[
+            ("affinity", "cookie"),
+            ("session-cookie-name", "route"),
+            ("session-cookie-max-age", "3600"),
+        ])
+        .unwrap();
+        assert_eq!(
+            f.cookie().as_deref(),
+            Some("route insert indirect nocache httponly maxlife 3600s")
+        );
+        assert_eq!(
+            features(&[("affinity", "cookie")])
+                .unwrap()
+                .cookie()
+                .as_deref(),
+            Some("INGRESSCOOKIE insert indirect nocache httponly")
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_the_annotation() {
+        for (pairs, expected) in [
+            (
+                vec![("backend-protocol", "FTP")],
+                "hawser.dev/backend-protocol",
+            ),
+            (vec![("backend-sni", "a b")], "hawser.dev/backend-sni"),
+            (
+                vec![("send-proxy-protocol", "v3")],
+                "hawser.dev/send-proxy-protocol",
+            ),
+            (vec![("affinity", "ip")], "hawser.dev/affinity"),
+            (
+                vec![("session-cookie-name", "x")],
+                "hawser.dev/session-cookie-name needs",
+            ),
+            (
+                vec![("affinity", "cookie"), ("session-cookie-name", "a;b")],
+                "hawser.dev/session-cookie-name",
+            ),
+        ] {
+            let error = features(&pairs).unwrap_err().to_string();
+            assert!(error.contains(expected), "{error}");
+        }
+    }
+}
