@@ -223,7 +223,7 @@ pub fn ingress_features(
 }
 
 /// The `hawser.dev/` annotations of one Ingress, by name without the prefix.
-pub(super) struct Reader<'a>(&'a BTreeMap<&'a str, &'a str>);
+pub(super) struct Reader<'a>(pub(super) &'a BTreeMap<&'a str, &'a str>);
 
 impl Reader<'_> {
     /// The value of `name` parsed by `parser`; `None` when it is not set.

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use super::annotations::Reader;
 use super::values::{self, Expected};
 use super::{ANNOTATION_PREFIX, AnnotationError};
 
@@ -98,49 +99,36 @@ impl BackendFeatures {
 /// The backend features of a Service's `hawser.dev/` annotations (`ours`:
 /// by name without the prefix, only the backend ones).
 pub fn backend_features(ours: &BTreeMap<&str, &str>) -> Result<BackendFeatures, AnnotationError> {
-    let protocol = match ours.get(BACKEND_PROTOCOL) {
-        None => BackendProtocol::Http,
-        Some(value) => match value.trim() {
-            "HTTP" => BackendProtocol::Http,
-            "HTTPS" => BackendProtocol::Https,
-            "H2C" => BackendProtocol::H2c,
-            "GRPC" => BackendProtocol::Grpc,
-            "GRPCS" => BackendProtocol::Grpcs,
-            _ => {
-                return Err(AnnotationError::Invalid {
-                    annotation: format!("{ANNOTATION_PREFIX}{BACKEND_PROTOCOL}"),
-                    value: value.to_string(),
-                    expected: "one of HTTP, HTTPS, H2C, GRPC, GRPCS",
-                });
-            }
-        },
-    };
-    let sni = match ours.get(BACKEND_SNI) {
-        None => None,
-        Some(value) if crate::validate::host(value).is_ok() && !value.starts_with('*') => {
-            Some(value.to_string())
-        }
-        Some(value) => {
-            return Err(AnnotationError::Invalid {
-                annotation: format!("{ANNOTATION_PREFIX}{BACKEND_SNI}"),
-                value: value.to_string(),
-                expected: "a DNS name",
-            });
-        }
-    };
-    let proxy_protocol = match ours.get(SEND_PROXY_PROTOCOL).map(|v| v.trim()) {
-        None => None,
-        Some("v1") => Some(1),
-        Some("v2") => Some(2),
-        Some(value) => {
-            return Err(AnnotationError::Invalid {
-                annotation: format!("{ANNOTATION_PREFIX}{SEND_PROXY_PROTOCOL}"),
-                value: value.to_string(),
-                expected: "v1 or v2",
-            });
-        }
-    };
-    let affinity = match ours.get(AFFINITY).map(|v| v.trim()) {
+    let read = Reader(ours);
+    let protocol = read
+        .parse(BACKEND_PROTOCOL, |v| match v.trim() {
+            "HTTP" => Ok(BackendProtocol::Http),
+            "HTTPS" => Ok(BackendProtocol::Https),
+            "H2C" => Ok(BackendProtocol::H2c),
+            "GRPC" => Ok(BackendProtocol::Grpc),
+            "GRPCS" => Ok(BackendProtocol::Grpcs),
+            _ => Err("one of HTTP, HTTPS, H2C, GRPC, GRPCS"),
+        })?
+        .unwrap_or_default();
+    let sni = read.parse(BACKEND_SNI, |v| {
+        (crate::validate::host(v).is_ok() && !v.starts_with('*'))
+            .then(|| v.to_string())
+            .ok_or("a DNS name")
+    })?;
+    let proxy_protocol = read.parse(SEND_PROXY_PROTOCOL, |v| match v.trim() {
+        "v1" => Ok(1),
+        "v2" => Ok(2),
+        _ => Err("v1 or v2"),
+    })?;
+    let cookie = read.parse(AFFINITY, |v| {
+        (v.trim() == "cookie").then_some(()).ok_or("cookie")
+    })?;
+    let affinity = match cookie {
+        Some(()) => Some((
+            read.parse(SESSION_COOKIE_NAME, cookie_name)?
+                .unwrap_or_else(|| DEFAULT_COOKIE.to_string()),
+            read.parse(SESSION_COOKIE_MAX_AGE, values::seconds)?,
+        )),
         None => {
             if let Some(name) = [SESSION_COOKIE_NAME, SESSION_COOKIE_MAX_AGE]
                 .iter()
@@ -153,19 +141,6 @@ pub fn backend_features(ours: &BTreeMap<&str, &str>) -> Result<BackendFeatures, 
             }
             None
         }
-        Some("cookie") => {
-            let name = parse(ours, SESSION_COOKIE_NAME, cookie_name)?
-                .unwrap_or_else(|| DEFAULT_COOKIE.to_string());
-            let max_age = parse(ours, SESSION_COOKIE_MAX_AGE, values::seconds)?;
-            Some((name, max_age))
-        }
-        Some(value) => {
-            return Err(AnnotationError::Invalid {
-                annotation: format!("{ANNOTATION_PREFIX}{AFFINITY}"),
-                value: value.to_string(),
-                expected: "cookie",
-            });
-        }
     };
     Ok(BackendFeatures {
         protocol,
@@ -173,23 +148,6 @@ pub fn backend_features(ours: &BTreeMap<&str, &str>) -> Result<BackendFeatures, 
         proxy_protocol,
         affinity,
     })
-}
-
-/// The value of `name` parsed by `parser`; `None` when it is not set.
-fn parse<T>(
-    ours: &BTreeMap<&str, &str>,
-    name: &'static str,
-    parser: impl Fn(&str) -> Result<T, Expected>,
-) -> Result<Option<T>, AnnotationError> {
-    ours.get(name)
-        .map(|value| {
-            parser(value).map_err(|expected| AnnotationError::Invalid {
-                annotation: format!("{ANNOTATION_PREFIX}{name}"),
-                value: value.to_string(),
-                expected,
-            })
-        })
-        .transpose()
 }
 
 /// A cookie name: an RFC 6265 token of letters, digits, `-` and `_`.
