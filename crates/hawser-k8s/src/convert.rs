@@ -294,8 +294,8 @@ impl FromK8s for EndpointSlice {
 impl FromK8s for Secret {
     type K8s = core::Secret;
 
-    /// Keeps `tls.crt` and `tls.key` only (from `data`, overridden by `stringData`
-    /// as the API server would merge them).
+    /// Keeps `tls.crt`, `tls.key` and `auth` only (from `data`, overridden by
+    /// `stringData` as the API server would merge them).
     fn from_k8s(obj: &core::Secret) -> Result<Self, ConvertError> {
         let key = namespaced_key(Kind::Secret, &obj.metadata)?;
         let mut data: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
@@ -309,6 +309,7 @@ impl FromK8s for Secret {
             secret_type: obj.type_.clone().unwrap_or_else(|| "Opaque".to_string()),
             tls_crt: data.remove("tls.crt"),
             tls_key: data.remove("tls.key"),
+            auth: data.remove("auth"),
             key,
         })
     }

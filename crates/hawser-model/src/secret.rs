@@ -1,4 +1,4 @@
-//! Secret view (`v1`), trimmed to TLS material.
+//! Secret view (`v1`), trimmed to TLS material and basic-auth users.
 
 use std::fmt;
 
@@ -6,8 +6,9 @@ use serde::Serialize;
 
 use crate::ObjectKey;
 
-/// A Secret's type and its `tls.crt` / `tls.key`. Other keys are dropped on
-/// conversion; the key material never appears in `Debug` output or templates.
+/// A Secret's type, its `tls.crt` / `tls.key` and its `auth` (htpasswd
+/// lines). Other keys are dropped on conversion; the key material and the
+/// password hashes never appear in `Debug` output or templates.
 #[derive(Clone, PartialEq, Eq, Serialize)]
 pub struct Secret {
     pub key: ObjectKey,
@@ -16,6 +17,17 @@ pub struct Secret {
     pub tls_crt: Option<Vec<u8>>,
     #[serde(skip)]
     pub tls_key: Option<Vec<u8>>,
+    #[serde(skip)]
+    pub auth: Option<Vec<u8>>,
+}
+
+impl Secret {
+    /// Forgets the key material and the users (the Secret is still known).
+    pub fn drop_data(&mut self) {
+        self.tls_crt = None;
+        self.tls_key = None;
+        self.auth = None;
+    }
 }
 
 impl fmt::Debug for Secret {
@@ -25,6 +37,7 @@ impl fmt::Debug for Secret {
             .field("secret_type", &self.secret_type)
             .field("tls_crt", &self.tls_crt.as_ref().map(|c| c.len()))
             .field("tls_key", &self.tls_key.as_ref().map(|_| "<redacted>"))
+            .field("auth", &self.auth.as_ref().map(|_| "<redacted>"))
             .finish()
     }
 }

@@ -54,9 +54,14 @@ impl RenderedFile {
         self.kind == FileKind::Certificate
     }
 
-    /// The Unix mode the file is written with.
+    /// The Unix mode the file is written with: certificates and
+    /// haproxy.cfg (which may hold password hashes) 0600.
     pub fn mode(&self) -> u32 {
-        if self.is_secret() { 0o600 } else { 0o644 }
+        if self.is_secret() || self.kind == FileKind::Config {
+            0o600
+        } else {
+            0o644
+        }
     }
 }
 

@@ -16,6 +16,7 @@
 //! a line to haproxy.cfg. `docs/annotations.md` lists which changes reload.
 
 mod annotations;
+mod auth;
 mod backend;
 mod cors;
 mod foreign;
@@ -24,7 +25,10 @@ mod values;
 
 use std::collections::BTreeMap;
 
-pub use annotations::{ANNOTATION_PREFIX, AnnotationError, ingress_features};
+pub use annotations::{
+    ANNOTATION_PREFIX, AUTH_SECRET_ANNOTATION, AnnotationError, ingress_features,
+};
+pub use auth::{BasicAuth, resolve_users};
 pub use backend::{BACKEND_ANNOTATIONS, BackendFeatures, BackendProtocol, backend_features};
 pub use cors::{CORS_DEFAULT_HEADERS, CORS_DEFAULT_METHODS};
 pub use foreign::{ForeignAnnotations, foreign_annotations};
@@ -62,6 +66,8 @@ pub struct IngressFeatures {
     pub request_headers: BTreeMap<String, String>,
     /// Headers set on the answer to the client, by lowercase name.
     pub response_headers: BTreeMap<String, String>,
+    /// Requests without valid credentials get 401.
+    pub basic_auth: Option<BasicAuth>,
 }
 
 /// What `enable-cors` and the `cors-*` annotations allow.
@@ -100,6 +106,7 @@ impl IngressFeatures {
             || self.cors.is_some()
             || !self.request_headers.is_empty()
             || !self.response_headers.is_empty()
+            || self.basic_auth.is_some()
     }
 
     /// Features that hold only on routes of its TLS hosts.
@@ -164,6 +171,12 @@ impl IngressFeatures {
         };
         if !self.allow.is_empty() {
             lines.push(format!("allows only {}", networks(&self.allow)));
+        }
+        if let Some(auth) = &self.basic_auth {
+            lines.push(format!(
+                "basic authentication (users of Secret {}, realm {:?})",
+                auth.secret, auth.realm
+            ));
         }
         if !self.deny.is_empty() {
             lines.push(format!("denies {}", networks(&self.deny)));

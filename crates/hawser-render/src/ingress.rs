@@ -140,7 +140,7 @@ pub(crate) fn route_table(
             Ok((
                 routes,
                 default_backend,
-                served_features(ingress, settings, &object, diags)?,
+                served_features(ingress, store, settings, &object, diags)?,
             ))
         });
         match served {
@@ -166,13 +166,18 @@ pub(crate) fn route_table(
 /// served without). Ignored foreign annotations are reported as warnings.
 fn served_features(
     ingress: &Ingress,
+    store: &Store,
     settings: &Settings,
     object: &ObjectRef,
     diags: &mut Diagnostics,
 ) -> Result<IngressFeatures, String> {
     let ignored =
         features::foreign_annotations(&ingress.annotations, settings.foreign_annotations)?;
-    let features = features::effective_features(ingress, settings).map_err(|e| e.to_string())?;
+    let mut features =
+        features::effective_features(ingress, settings).map_err(|e| e.to_string())?;
+    if let Some(auth) = &mut features.basic_auth {
+        features::resolve_users(auth, store, &ingress.key.namespace).map_err(|e| e.to_string())?;
+    }
     for warning in ignored {
         diags.warn(object, warning);
     }

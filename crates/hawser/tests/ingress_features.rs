@@ -296,3 +296,45 @@ async fn status_shows_the_effective_features_of_each_ingress() {
         serde_json::json!(["/ redirected (302) to /app/"])
     );
 }
+
+#[tokio::test]
+async fn basic_auth_accepts_bcrypt_and_sha_crypt_users_and_refuses_the_rest() {
+    use support::Request;
+    let ingress = serve_features().await;
+    let anonymous = ingress.get("private.example.com", "/").await;
+    assert_eq!(anonymous.status, 401);
+    assert_eq!(
+        anonymous.header("www-authenticate"),
+        Some(r#"Basic realm="Staff only""#)
+    );
+    for (who, credentials) in [
+        ("alice (SHA-512-crypt)", "YWxpY2U6czNjcmV0"),
+        ("bob (bcrypt)", "Ym9iOnMzY3JldA=="),
+        ("carol (SHA-256-crypt)", "Y2Fyb2w6aHVudGVyMg=="),
+    ] {
+        let response = ingress
+            .request(
+                &Request::get("private.example.com", "/")
+                    .header("Authorization", &format!("Basic {credentials}")),
+            )
+            .await;
+        assert_eq!(response.status, 200, "{who}: {}", response.text());
+        assert_eq!(response.echo().service, "app");
+    }
+    let wrong = ingress
+        .request(
+            &Request::get("private.example.com", "/")
+                .header("Authorization", "Basic YWxpY2U6d3Jvbmc="),
+        )
+        .await;
+    assert_eq!(wrong.status, 401, "a wrong password");
+
+    let stderr = &ingress.render.stderr;
+    assert!(
+        stderr.contains("rejected: Ingress features/private-broken: annotation hawser.dev/auth-secret: Secret features/nobody: it does not exist"),
+        "{stderr}"
+    );
+    ingress
+        .expect_no_route("private-broken.example.com", "/")
+        .await;
+}

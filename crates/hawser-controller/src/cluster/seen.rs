@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use hawser_model::{Kind, Object, ObjectKey, ObjectRef, Store};
+use hawser_render::features::AUTH_SECRET_ANNOTATION;
 
 use super::watch::{Change, Item, Message};
 use super::{ClusterStatus, Scope, WatchStatus};
@@ -190,8 +191,7 @@ impl Cluster {
                     if self.referenced.contains(&secret.key) || !references_known {
                         self.dropped.remove(&secret.key);
                     } else {
-                        secret.tls_crt = None;
-                        secret.tls_key = None;
+                        secret.drop_data();
                         self.dropped.insert(secret.key.clone());
                     }
                 }
@@ -239,8 +239,7 @@ impl Cluster {
             if let Object::Secret(secret) = object
                 && !self.referenced.contains(&secret.key)
             {
-                secret.tls_crt = None;
-                secret.tls_key = None;
+                secret.drop_data();
                 self.dropped.insert(secret.key.clone());
             }
         }
@@ -263,6 +262,13 @@ impl Cluster {
                         .as_ref()
                         .map(|name| ObjectKey::new(&ingress.key.namespace, name))
                 }));
+                // The users of its basic authentication.
+                referenced.extend(
+                    ingress
+                        .annotations
+                        .get(AUTH_SECRET_ANNOTATION)
+                        .map(|name| ObjectKey::new(&ingress.key.namespace, name)),
+                );
             }
         }
         // Gateways' listener certificates, wherever they are (a grant is
@@ -289,8 +295,7 @@ impl Cluster {
         for key in self.referenced.difference(&referenced) {
             let object_ref = ObjectRef::new(Kind::Secret, key.clone());
             if let Some(Object::Secret(secret)) = self.objects.get_mut(&object_ref) {
-                secret.tls_crt = None;
-                secret.tls_key = None;
+                secret.drop_data();
                 self.dropped.insert(key.clone());
             }
         }

@@ -395,9 +395,9 @@ async fn secret_data_is_kept_only_while_an_ingress_refers_to_it() {
         .map(|(_, p)| p)
         .collect();
     assert!(
-        secret_watches
-            .iter()
-            .all(|p| p.contains("fieldSelector=type%3Dkubernetes.io%2Ftls")),
+        secret_watches.iter().all(|p| p.contains(
+            "fieldSelector=type%21%3Dhelm.sh%2Frelease.v1%2Ctype%21%3Dkubernetes.io%2Fservice-account-token"
+        )),
         "{secret_watches:#?}"
     );
 
@@ -430,6 +430,50 @@ async fn secret_data_is_kept_only_while_an_ingress_refers_to_it() {
             .unwrap()
             .secrets_with_data,
         1
+    );
+    source.stop().await;
+}
+
+/// The htpasswd Secret an Ingress's basic authentication names is kept
+/// with its users, whatever its type; others lose their data.
+#[tokio::test]
+async fn the_users_secret_of_basic_auth_is_kept_while_an_ingress_names_it() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    for name in ["users", "unnamed"] {
+        let mut secret: core::Secret = object(json!({
+            "metadata": {"name": name, "namespace": "app"},
+            "type": "Opaque",
+        }));
+        secret.data = Some(
+            [(
+                "auth".to_string(),
+                k8s_openapi::ByteString(b"alice:$6$salt$hash".to_vec()),
+            )]
+            .into(),
+        );
+        fake.apply(&secret);
+    }
+    let mut private = ingress("private", "private.example.com", None);
+    private.metadata.annotations = Some(
+        [
+            ("hawser.dev/auth-type".to_string(), "basic".to_string()),
+            ("hawser.dev/auth-secret".to_string(), "users".to_string()),
+        ]
+        .into(),
+    );
+    fake.apply(&private);
+    let mut source = Source::start(client, KubeSourceOptions::default());
+    let (_, store) = source
+        .delivery_where(|s| {
+            s.secret(&ObjectKey::new("app", "users"))
+                .is_some_and(|secret| secret.auth.is_some())
+        })
+        .await;
+    assert!(
+        store
+            .secret(&ObjectKey::new("app", "unnamed"))
+            .is_none_or(|secret| secret.auth.is_none())
     );
     source.stop().await;
 }

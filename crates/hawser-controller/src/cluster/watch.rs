@@ -35,8 +35,12 @@ use tokio_stream::StreamExt as _;
 
 use super::{KubeSourceOptions, LAST_APPLIED_ANNOTATION, Scope};
 
-/// The Secrets hawser reads: those an Ingress's `tls` can name.
-pub const TLS_SECRET_FIELD_SELECTOR: &str = "type=kubernetes.io/tls";
+/// The Secrets hawser reads: TLS Secrets an Ingress's `tls` can name, and
+/// the htpasswd Secrets of basic authentication (any other type), but not
+/// Helm's release records or service-account tokens, which are large and
+/// never named. Conversion keeps `tls.crt`, `tls.key` and `auth` only.
+pub const SECRET_FIELD_SELECTOR: &str =
+    "type!=helm.sh/release.v1,type!=kubernetes.io/service-account-token";
 
 /// How long a Secret read may take before it counts as failed.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -108,7 +112,7 @@ pub fn spawn_all(
             config = config.labels(labels);
         }
         if kind == Kind::Secret {
-            config = config.fields(TLS_SECRET_FIELD_SELECTOR);
+            config = config.fields(SECRET_FIELD_SELECTOR);
         }
         let namespaces: Vec<Option<String>> =
             if kind.is_cluster_scoped() || options.namespaces.is_empty() {

@@ -14,6 +14,9 @@ use crate::config::Settings;
 
 /// The prefix of hawser's own annotations.
 pub const ANNOTATION_PREFIX: &str = "hawser.dev/";
+/// The annotation naming the Secret of an Ingress's basic-auth users (a
+/// cluster source keeps that Secret's data while an Ingress names it).
+pub const AUTH_SECRET_ANNOTATION: &str = "hawser.dev/auth-secret";
 
 const SSL_REDIRECT: &str = "ssl-redirect";
 const SSL_REDIRECT_CODE: &str = "ssl-redirect-code";
@@ -30,6 +33,9 @@ const RATE_LIMIT_RPS: &str = "rate-limit-rps";
 const RATE_LIMIT_BURST: &str = "rate-limit-burst";
 const LIMIT_CONNECTIONS: &str = "limit-connections";
 const REQUEST_HEADERS: &str = "request-headers";
+const AUTH_TYPE: &str = "auth-type";
+const AUTH_SECRET: &str = "auth-secret";
+const AUTH_REALM: &str = "auth-realm";
 const RESPONSE_HEADERS: &str = "response-headers";
 const CORS: &[&str] = &[
     "enable-cors",
@@ -44,9 +50,6 @@ const CORS: &[&str] = &[
 /// Documented in `docs/annotations.md` but not served by this version: an
 /// Ingress carrying one is refused, never served without it.
 const NOT_YET_SERVED: &[&str] = &[
-    "auth-type",
-    "auth-secret",
-    "auth-realm",
     "auth-url",
     "auth-signin",
     "auth-response-headers",
@@ -83,6 +86,14 @@ pub enum AnnotationError {
     ServiceOnly { annotation: String },
     #[error("annotations {first} and {second} cannot both be set")]
     Conflict { first: String, second: String },
+    #[error(
+        "annotation {annotation}: Secret {secret}: {why}; the Ingress is refused rather than served without authentication"
+    )]
+    Secret {
+        annotation: String,
+        secret: String,
+        why: String,
+    },
     #[error("annotation {annotation} needs {needs}")]
     Needs { annotation: String, needs: String },
 }
@@ -115,6 +126,9 @@ pub fn ingress_features(
             LIMIT_CONNECTIONS,
             REQUEST_HEADERS,
             RESPONSE_HEADERS,
+            AUTH_TYPE,
+            AUTH_SECRET,
+            AUTH_REALM,
         ];
         if super::BACKEND_ANNOTATIONS.contains(name) {
             return Err(AnnotationError::ServiceOnly {
@@ -200,6 +214,36 @@ pub fn ingress_features(
     };
     let connection_limit = read.parse(LIMIT_CONNECTIONS, |v| values::count(v, 1, 100_000))?;
     let cors = super::cors::cors(&ours, &read)?;
+    let basic_auth = match read.parse(AUTH_TYPE, |v| {
+        (v.trim() == "basic")
+            .then_some(())
+            .ok_or("basic (the only type in this version)")
+    })? {
+        Some(()) => Some(super::BasicAuth {
+            secret: read
+                .parse(AUTH_SECRET, super::auth::secret_name)?
+                .ok_or_else(|| AnnotationError::Needs {
+                    annotation: format!("{ANNOTATION_PREFIX}{AUTH_TYPE}"),
+                    needs: format!("{ANNOTATION_PREFIX}{AUTH_SECRET}"),
+                })?,
+            realm: read
+                .parse(AUTH_REALM, super::auth::realm)?
+                .unwrap_or_else(|| super::auth::DEFAULT_REALM.to_string()),
+            users: Vec::new(),
+        }),
+        None => {
+            if let Some(name) = [AUTH_SECRET, AUTH_REALM]
+                .iter()
+                .find(|n| ours.contains_key(**n))
+            {
+                return Err(AnnotationError::Needs {
+                    annotation: format!("{ANNOTATION_PREFIX}{name}"),
+                    needs: format!("{ANNOTATION_PREFIX}{AUTH_TYPE}: basic"),
+                });
+            }
+            None
+        }
+    };
     let request_headers = read
         .parse(REQUEST_HEADERS, values::header_lines)?
         .unwrap_or_default();
@@ -219,6 +263,7 @@ pub fn ingress_features(
         cors,
         request_headers,
         response_headers,
+        basic_auth,
     })
 }
 

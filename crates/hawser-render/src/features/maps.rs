@@ -60,6 +60,27 @@ pub struct FeatureView {
     pub response_headers: Vec<HeaderMap>,
     /// One per Ingress with an allow- or deny-list, in namespace/name order.
     pub access: Vec<AccessList>,
+    /// One per Ingress with basic authentication, in namespace/name order.
+    pub userlists: Vec<Userlist>,
+}
+
+/// The users of one Ingress's basic authentication: a `userlist` section
+/// and the line that asks for credentials (a change reloads).
+#[derive(Debug, Clone, Serialize)]
+pub struct Userlist {
+    /// `ul_<namespace>_<name>`.
+    pub name: String,
+    pub ingress: String,
+    pub ids: Vec<String>,
+    pub realm: String,
+    pub users: Vec<User>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct User {
+    pub name: String,
+    /// A crypt(3) hash of the characters `[A-Za-z0-9./$=]` (checked).
+    pub hash: String,
 }
 
 /// A header some Ingresses set, and the map of its value by feature set.
@@ -105,6 +126,7 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
     let mut request_headers: BTreeMap<String, Vec<MapEntry>> = BTreeMap::new();
     let mut response_headers: BTreeMap<String, Vec<MapEntry>> = BTreeMap::new();
     let mut access = Vec::new();
+    let mut userlists = Vec::new();
     let mut ip_maps = Vec::new();
     for (key, f) in features {
         let tls_id = format!("{key}:tls");
@@ -151,10 +173,26 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
                 }
             }
         }
+        let file = key.replace('/', "_");
+        if let Some(auth) = &f.basic_auth {
+            userlists.push(Userlist {
+                name: format!("ul_{file}"),
+                ingress: key.clone(),
+                ids: ids.clone(),
+                realm: auth.realm.clone(),
+                users: auth
+                    .users
+                    .iter()
+                    .map(|(name, hash)| User {
+                        name: name.clone(),
+                        hash: hash.clone(),
+                    })
+                    .collect(),
+            });
+        }
         if f.allow.is_empty() && f.deny.is_empty() {
             continue;
         }
-        let file = key.replace('/', "_");
         let mut list = |kind: &str, networks: &[super::Cidr]| {
             (!networks.is_empty()).then(|| {
                 let path = format!("maps/{kind}_{file}.map");
@@ -224,6 +262,7 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
         request_headers,
         response_headers,
         access,
+        userlists,
     };
     (maps, view)
 }

@@ -172,6 +172,7 @@ fn tls_secret(namespace: &str, name: &str) -> Object {
         secret_type: "kubernetes.io/tls".to_string(),
         tls_crt: Some(b"crt".to_vec()),
         tls_key: Some(b"key".to_vec()),
+        auth: None,
     })
 }
 

@@ -18,6 +18,7 @@ fn secret(name: &str) -> Item {
         secret_type: "kubernetes.io/tls".into(),
         tls_crt: Some(b"crt".to_vec()),
         tls_key: Some(b"key".to_vec()),
+        auth: None,
     }))
 }
 
@@ -160,6 +161,7 @@ fn a_relist_replaces_only_its_own_namespace() {
         secret_type: "kubernetes.io/tls".into(),
         tls_crt: None,
         tls_key: None,
+        auth: None,
     }));
     for (scope, item) in [
         (namespaced("app"), secret("a")),
