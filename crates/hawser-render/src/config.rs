@@ -66,6 +66,10 @@ pub struct Settings {
     pub hsts: bool,
     /// What an Ingress carrying another controller's annotations gets.
     pub foreign_annotations: ForeignAnnotations,
+    /// The largest request body an Ingress accepts unless it says otherwise
+    /// (`hawser.dev/proxy-body-size`): `8m`, `512k`, `1g` or bytes; unset or
+    /// `0`: no limit.
+    pub body_size_limit: Option<String>,
     /// Free-form values for your own templates and snippets (`settings.values.x`).
     pub values: BTreeMap<String, String>,
 }
@@ -91,6 +95,7 @@ impl Default for Settings {
             ssl_redirect: true,
             hsts: true,
             foreign_annotations: ForeignAnnotations::default(),
+            body_size_limit: None,
             values: BTreeMap::new(),
         }
     }
@@ -246,6 +251,11 @@ impl RenderConfig {
         }
         validate::duration("value", &s.hard_stop_after)
             .map_err(|e| invalid("hardStopAfter", e.into()))?;
+        if let Some(limit) = &s.body_size_limit {
+            crate::features::body_size(limit).map_err(|expected| {
+                invalid("bodySizeLimit", format!("{limit:?} is not {expected}"))
+            })?;
+        }
         if s.hard_stop_after
             .bytes()
             .all(|b| !b.is_ascii_digit() || b == b'0')

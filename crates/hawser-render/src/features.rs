@@ -35,6 +35,7 @@ pub use foreign::{ForeignAnnotations, foreign_annotations};
 pub use maps::LIMITS_TABLE;
 pub(crate) use maps::{FeatureView, feature_maps};
 pub use values::Cidr;
+pub use values::body_size;
 
 /// The redirect codes an HTTPS redirect may use.
 pub const REDIRECT_CODES: [u16; 5] = [301, 302, 303, 307, 308];
@@ -68,6 +69,8 @@ pub struct IngressFeatures {
     pub response_headers: BTreeMap<String, String>,
     /// Requests without valid credentials get 401.
     pub basic_auth: Option<BasicAuth>,
+    /// The largest request body accepted, in bytes (413 above).
+    pub body_size: Option<u64>,
 }
 
 /// What `enable-cors` and the `cors-*` annotations allow.
@@ -107,6 +110,7 @@ impl IngressFeatures {
             || !self.request_headers.is_empty()
             || !self.response_headers.is_empty()
             || self.basic_auth.is_some()
+            || self.body_size.is_some()
     }
 
     /// Features that hold only on routes of its TLS hosts.
@@ -183,6 +187,9 @@ impl IngressFeatures {
         }
         if let Some(limit) = self.rate_limit {
             lines.push(format!("{limit} requests a second per client"));
+        }
+        if let Some(limit) = self.body_size {
+            lines.push(format!("request bodies up to {limit} bytes"));
         }
         if let Some(limit) = self.connection_limit {
             lines.push(format!("{limit} requests in flight per client"));

@@ -338,3 +338,27 @@ async fn basic_auth_accepts_bcrypt_and_sha_crypt_users_and_refuses_the_rest() {
         .expect_no_route("private-broken.example.com", "/")
         .await;
 }
+
+#[tokio::test]
+async fn a_body_above_the_limit_gets_413() {
+    use tokio::io::AsyncWriteExt as _;
+    let ingress = serve_features().await;
+    let http = ingress.http;
+    let post = |size: usize| async move {
+        let mut stream = tokio::net::TcpStream::connect(http).await.unwrap();
+        let head = format!(
+            "POST /upload HTTP/1.1\r\nHost: small.example.com\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n"
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(&vec![b'x'; size]).await.unwrap();
+        let mut buffer = Vec::new();
+        support::read_response(&mut stream, &mut buffer)
+            .await
+            .unwrap()
+            .expect("an answer")
+    };
+    assert_eq!(post(2048).await.status, 413, "above 1k");
+    let small = post(512).await;
+    assert_eq!(small.status, 200);
+    assert_eq!(small.echo().service, "app");
+}

@@ -34,6 +34,7 @@ const RATE_LIMIT_BURST: &str = "rate-limit-burst";
 const LIMIT_CONNECTIONS: &str = "limit-connections";
 const REQUEST_HEADERS: &str = "request-headers";
 const AUTH_TYPE: &str = "auth-type";
+const PROXY_BODY_SIZE: &str = "proxy-body-size";
 const AUTH_SECRET: &str = "auth-secret";
 const AUTH_REALM: &str = "auth-realm";
 const RESPONSE_HEADERS: &str = "response-headers";
@@ -55,7 +56,6 @@ const NOT_YET_SERVED: &[&str] = &[
     "auth-response-headers",
     "rewrite-target",
     "use-regex",
-    "proxy-body-size",
     "client-auth-secret",
     "client-auth-verify",
     "client-auth-pass-certificate",
@@ -129,6 +129,7 @@ pub fn ingress_features(
             AUTH_TYPE,
             AUTH_SECRET,
             AUTH_REALM,
+            PROXY_BODY_SIZE,
         ];
         if super::BACKEND_ANNOTATIONS.contains(name) {
             return Err(AnnotationError::ServiceOnly {
@@ -244,6 +245,14 @@ pub fn ingress_features(
             None
         }
     };
+    let default_body_size = settings
+        .body_size_limit
+        .as_deref()
+        .and_then(|limit| values::body_size(limit).ok())
+        .flatten();
+    let body_size = read
+        .parse(PROXY_BODY_SIZE, values::body_size)?
+        .unwrap_or(default_body_size);
     let request_headers = read
         .parse(REQUEST_HEADERS, values::header_lines)?
         .unwrap_or_default();
@@ -264,6 +273,7 @@ pub fn ingress_features(
         request_headers,
         response_headers,
         basic_auth,
+        body_size,
     })
 }
 

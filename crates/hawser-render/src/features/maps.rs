@@ -35,6 +35,7 @@ const APP_ROOT_MAP: &str = "maps/app_root.map";
 const RATE_LIMIT_MAP: &str = "maps/rate_limit.map";
 const CONNECTION_LIMIT_MAP: &str = "maps/connection_limit.map";
 const CORS_ORIGINS_MAP: &str = "maps/cors_origins.map";
+const BODY_SIZE_MAP: &str = "maps/body_size.map";
 const CORS_METHODS_MAP: &str = "maps/cors_methods.map";
 const CORS_HEADERS_MAP: &str = "maps/cors_headers.map";
 const CORS_EXPOSE_MAP: &str = "maps/cors_expose.map";
@@ -53,6 +54,7 @@ pub struct FeatureView {
     pub rate_limit_map: &'static str,
     pub connection_limit_map: &'static str,
     pub limits_table: &'static str,
+    pub body_size_map: &'static str,
     pub cors: CorsMaps,
     /// One per header name some Ingress sets on requests, in name order.
     pub request_headers: Vec<HeaderMap>,
@@ -122,6 +124,7 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
     let mut app_root = Vec::new();
     let mut rate_limit = Vec::new();
     let mut connection_limit = Vec::new();
+    let mut body_size = Vec::new();
     let mut cors = CorsEntries::default();
     let mut request_headers: BTreeMap<String, Vec<MapEntry>> = BTreeMap::new();
     let mut response_headers: BTreeMap<String, Vec<MapEntry>> = BTreeMap::new();
@@ -158,6 +161,9 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
             }
             if let Some(limit) = f.connection_limit {
                 connection_limit.push(entry(id, limit.to_string()));
+            }
+            if let Some(limit) = f.body_size {
+                body_size.push(entry(id, limit.to_string()));
             }
             if let Some(c) = &f.cors {
                 cors.add(id, c);
@@ -221,6 +227,7 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
         map(APP_ROOT_MAP, MatchKind::Str, app_root),
         map(RATE_LIMIT_MAP, MatchKind::Str, rate_limit),
         map(CONNECTION_LIMIT_MAP, MatchKind::Str, connection_limit),
+        map(BODY_SIZE_MAP, MatchKind::Str, body_size),
         map(CORS_ORIGINS_MAP, MatchKind::Str, cors.origins),
         map(CORS_METHODS_MAP, MatchKind::Str, cors.methods),
         map(CORS_HEADERS_MAP, MatchKind::Str, cors.headers),
@@ -251,6 +258,7 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
         rate_limit_map: RATE_LIMIT_MAP,
         connection_limit_map: CONNECTION_LIMIT_MAP,
         limits_table: LIMITS_TABLE,
+        body_size_map: BODY_SIZE_MAP,
         cors: CorsMaps {
             origins: CORS_ORIGINS_MAP,
             methods: CORS_METHODS_MAP,

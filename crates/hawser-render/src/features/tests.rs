@@ -264,3 +264,23 @@ fn backend_annotations_on_an_ingress_say_where_they_belong() {
         "{error}"
     );
 }
+
+#[test]
+fn body_sizes_read_as_ingress_nginx_writes_them() {
+    assert_eq!(body_size("8m"), Ok(Some(8 << 20)));
+    assert_eq!(body_size("512K"), Ok(Some(512 << 10)));
+    assert_eq!(body_size("1g"), Ok(Some(1 << 30)));
+    assert_eq!(body_size("1000"), Ok(Some(1000)));
+    assert_eq!(body_size("0"), Ok(None));
+    for bad in ["", "m", "1.5m", "-1", "8mb", "99999999999999g"] {
+        assert!(body_size(bad).is_err(), "{bad:?}");
+    }
+    let settings = Settings {
+        body_size_limit: Some("1m".to_string()),
+        ..Settings::default()
+    };
+    let features = ingress_features(&BTreeMap::new(), &settings).unwrap();
+    assert_eq!(features.body_size, Some(1 << 20), "the setting's default");
+    let features = ingress_features(&annotations(&[("proxy-body-size", "0")]), &settings).unwrap();
+    assert_eq!(features.body_size, None, "0 lifts it");
+}

@@ -58,6 +58,34 @@ pub fn count(value: &str, min: u32, max: u32) -> Result<u32, Expected> {
     })
 }
 
+/// A size as ingress-nginx writes it: bytes, or a number with `k`, `m` or
+/// `g` (binary multiples); `0` is no limit (`None`).
+pub fn body_size(value: &str) -> Result<Option<u64>, Expected> {
+    const EXPECTED: Expected =
+        "a size (bytes, or a number with k, m or g, e.g. 8m; 0 for no limit)";
+    let text = value.trim().to_ascii_lowercase();
+    let (digits, unit) = match text.strip_suffix(['k', 'm', 'g']) {
+        Some(digits) => (digits, &text[digits.len()..]),
+        None => (text.as_str(), ""),
+    };
+    if digits.is_empty() || digits.len() > 12 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(EXPECTED);
+    }
+    let number: u64 = digits.parse().map_err(|_| EXPECTED)?;
+    let multiple: u64 = match unit {
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        _ => 1,
+    };
+    let bytes = number.checked_mul(multiple).ok_or(EXPECTED)?;
+    // HAProxy's integers are signed 64-bit.
+    if bytes > i64::MAX as u64 {
+        return Err(EXPECTED);
+    }
+    Ok((bytes > 0).then_some(bytes))
+}
+
 /// One of `allowed` status codes.
 pub fn code(value: &str, allowed: &[u16], expected: Expected) -> Result<u16, Expected> {
     value
