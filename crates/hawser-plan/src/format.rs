@@ -8,7 +8,7 @@
 //! |---|---|
 //! | 0 | sent by controllers from before the field existed: read as format 1 |
 //! | 1 | UTF-8 JSON of [`Plan`], field names as in its Rust definition; enums in lowercase |
-//! | 2 | as 1; a map's `match_kind` may also be `ip` (keys are networks, matched by address) |
+//! | 2 | as 1; a map's `match_kind` may also be `ip` (keys are networks, matched by address) or `reg` (keys are regular expressions); servers may carry `keywords`, backends a `cookie` |
 //!
 //! A change the older reader would misread (a renamed or retyped field, a new
 //! required meaning) takes a new format number; a new field with a default

@@ -136,6 +136,9 @@ pub enum MatchKind {
     /// Keys are IPv4/IPv6 networks, looked up by address (`map_ip`); plan
     /// format 2 and later.
     Ip,
+    /// Keys are regular expressions, tried in file order (`map_reg`); plan
+    /// format 2 and later.
+    Reg,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

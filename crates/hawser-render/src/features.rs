@@ -71,6 +71,12 @@ pub struct IngressFeatures {
     pub basic_auth: Option<BasicAuth>,
     /// The largest request body accepted, in bytes (413 above).
     pub body_size: Option<u64>,
+    /// The Ingress's paths are PCRE2 regular expressions, matched
+    /// case-insensitively from the start of the request path.
+    pub use_regex: bool,
+    /// The path a matching request is sent on with, as HAProxy's
+    /// `replace-path` format (`\1` for a capture of the path).
+    pub rewrite_target: Option<String>,
 }
 
 /// What `enable-cors` and the `cors-*` annotations allow.
@@ -111,6 +117,7 @@ impl IngressFeatures {
             || !self.response_headers.is_empty()
             || self.basic_auth.is_some()
             || self.body_size.is_some()
+            || self.rewrite_target.is_some()
     }
 
     /// Features that hold only on routes of its TLS hosts.
@@ -202,6 +209,12 @@ impl IngressFeatures {
                 "every request redirected ({}) to {}",
                 redirect.code, redirect.location
             ));
+        }
+        if self.use_regex {
+            lines.push("paths are regular expressions".to_string());
+        }
+        if let Some(target) = &self.rewrite_target {
+            lines.push(format!("paths rewritten to {target}"));
         }
         if let Some(root) = &self.app_root {
             lines.push(format!("/ redirected (302) to {root}"));

@@ -44,6 +44,8 @@ pub(crate) struct Target {
     /// Set for entries from `pathType: Exact`, which outrank Prefix entries.
     pub exact_type: bool,
     pub owner: ObjectRef,
+    /// The route's index in its Ingress, when the Ingress rewrites paths.
+    pub rewrite: Option<usize>,
 }
 
 /// A TLS Secret as the Ingresses use it.
@@ -67,15 +69,20 @@ pub(crate) struct RouteTable {
     pub tls: BTreeMap<ObjectKey, TlsUse>,
     /// The features of each Ingress served that has any.
     pub features: FeaturesByIngress,
+    /// Regex routes (`use-regex`) by their `map_reg` key.
+    pub regex: BTreeMap<String, Target>,
+    /// One per route of an Ingress that rewrites paths.
+    pub rewrites: Vec<Rewrite>,
 }
 
 impl Target {
     /// The routes-map value: the backend, then `@` and the feature-set id
     /// when the route has one.
     pub fn map_value(&self) -> String {
-        match &self.features {
-            Some(id) => format!("{}@{id}", self.backend),
-            None => self.backend.clone(),
+        match (&self.features, self.rewrite) {
+            (Some(id), Some(index)) => format!("{}@{id}@{index}", self.backend),
+            (Some(id), None) => format!("{}@{id}", self.backend),
+            (None, _) => self.backend.clone(),
         }
     }
 }
@@ -88,6 +95,8 @@ struct Route {
     backend: BackendKey,
     /// Its host is one of the Ingress's TLS hosts.
     tls_host: bool,
+    /// `path` is a regular expression (`use-regex`).
+    regex: bool,
 }
 
 /// Builds the routing table from the Ingresses this controller owns.
@@ -136,13 +145,11 @@ pub(crate) fn route_table(
 
     for ingress in owned {
         let object = ObjectRef::new(Kind::Ingress, ingress.key.clone());
-        let served = validated_routes(ingress).and_then(|(routes, default_backend)| {
-            Ok((
-                routes,
-                default_backend,
-                served_features(ingress, store, settings, &object, diags)?,
-            ))
-        });
+        let served =
+            served_features(ingress, store, settings, &object, diags).and_then(|features| {
+                let (routes, default_backend) = validated_routes(ingress, features.use_regex)?;
+                Ok((routes, default_backend, features))
+            });
         match served {
             Ok((routes, default_backend, features)) => {
                 let key = format!("{}/{}", ingress.key.namespace, ingress.key.name);
@@ -185,7 +192,10 @@ fn served_features(
 }
 
 /// Checks every host, path and backend of an Ingress; one bad value rejects it whole.
-fn validated_routes(ingress: &Ingress) -> Result<(Vec<Route>, Option<BackendKey>), String> {
+fn validated_routes(
+    ingress: &Ingress,
+    use_regex: bool,
+) -> Result<(Vec<Route>, Option<BackendKey>), String> {
     let namespace = &ingress.key.namespace;
     validate::label_name("namespace", namespace)?; // it names TLS files even without routes
     let mut routes = Vec::new();
@@ -206,7 +216,14 @@ fn validated_routes(ingress: &Ingress) -> Result<(Vec<Route>, Option<BackendKey>
                 (_, None | Some("")) => "/".to_string(),
                 (_, Some(path)) => path.to_string(),
             };
-            validate::path(&path)?;
+            if use_regex {
+                if !path.starts_with('/') {
+                    return Err(format!("path regex {path:?} must start with '/'"));
+                }
+                validate::regex("path regex", &path)?;
+            } else {
+                validate::path(&path)?;
+            }
             let host = rule.host.clone().unwrap_or_default();
             routes.push(Route {
                 tls_host: features::is_tls_host(&host, &tls_hosts),
@@ -214,6 +231,7 @@ fn validated_routes(ingress: &Ingress) -> Result<(Vec<Route>, Option<BackendKey>
                 path,
                 path_type: p.path_type,
                 backend: backend_key(namespace, &p.backend)?,
+                regex: use_regex,
             });
         }
     }
@@ -258,9 +276,22 @@ fn add_routes(
     features: &IngressFeatures,
     diags: &mut Diagnostics,
 ) {
-    for route in routes {
+    for (index, route) in routes.into_iter().enumerate() {
         let backend = route.backend.name();
         let feature_set = features.set_id(key, route.tls_host);
+        let rewrite = match (&features.rewrite_target, &feature_set) {
+            (Some(target), Some(id)) => {
+                table.rewrites.push(Rewrite {
+                    ingress: key.to_string(),
+                    id: id.clone(),
+                    index,
+                    regex: regex::rewrite_regex(&route.path, route.regex),
+                    target: target.clone(),
+                });
+                Some(index)
+            }
+            _ => None,
+        };
         table
             .backends
             .entry(route.backend)
@@ -270,7 +301,13 @@ fn add_routes(
             features: feature_set.clone(),
             exact_type,
             owner: object.clone(),
+            rewrite,
         };
+        if route.regex {
+            let key = regex::regex_key(&route.host, &route.path);
+            claim(&mut table.regex, key, target(false), diags);
+            continue;
+        }
         let whole = format!("{}{}", route.host, route.path);
         if route.path_type == PathType::Exact {
             claim_exact(&mut table.exact, whole, target(true), diags);
@@ -362,5 +399,8 @@ fn add_tls(table: &mut RouteTable, object: &ObjectRef, ingress: &Ingress) {
     }
 }
 
+mod regex;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use regex::Rewrite;

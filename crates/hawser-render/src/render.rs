@@ -101,6 +101,10 @@ struct TemplateContext<'a> {
 #[derive(Serialize)]
 struct Routing<'a> {
     map: &'static str,
+    /// The regex routes' map (`map_reg`), looked up first.
+    regex_map: &'static str,
+    /// `replace-path` lines, one per route of an Ingress that rewrites.
+    rewrites: &'a [crate::ingress::Rewrite],
     key_end: char,
     default_backend: &'a str,
     not_found_backend: &'static str,
@@ -201,6 +205,8 @@ impl Renderer {
             plan: &plan,
             routing: Routing {
                 map: ROUTES_MAP_PATH,
+                regex_map: REGEX_ROUTES_MAP_PATH,
+                rewrites: &routes.rewrites,
                 key_end: ROUTE_KEY_END,
                 default_backend: &default_backend,
                 not_found_backend: NOT_FOUND_BACKEND,
@@ -367,5 +373,15 @@ fn route_maps(routes: &RouteTable) -> Vec<MapPlan> {
                 .map(|(key, target)| entry(key.clone(), target)),
         )
         .collect();
-    vec![MapPlan::longest_first(ROUTES_MAP_PATH, entries)]
+    let regex: Vec<MapEntry> = routes
+        .regex
+        .iter()
+        .map(|(key, target)| entry(key.clone(), target))
+        .collect();
+    let mut regex_map = MapPlan::longest_first(REGEX_ROUTES_MAP_PATH, regex);
+    regex_map.match_kind = hawser_plan::MatchKind::Reg;
+    vec![MapPlan::longest_first(ROUTES_MAP_PATH, entries), regex_map]
 }
+
+/// The regex routes' map: keys are `^<host>(?i:<path regex>)`.
+pub const REGEX_ROUTES_MAP_PATH: &str = "maps/routes_regex.map";

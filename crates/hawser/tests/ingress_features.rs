@@ -362,3 +362,33 @@ async fn a_body_above_the_limit_gets_413() {
     assert_eq!(small.status, 200);
     assert_eq!(small.echo().service, "app");
 }
+
+#[tokio::test]
+async fn regex_paths_and_rewrites_as_ingress_nginx_serves_them() {
+    let ingress = serve_features().await;
+    let reply = ingress
+        .expect_routed_to("rewrite.example.com", "/api/items?page=2", "app")
+        .await;
+    assert_eq!(
+        reply.path, "/items?page=2",
+        "the second capture, query kept"
+    );
+    let reply = ingress
+        .expect_routed_to("rewrite.example.com", "/API", "app")
+        .await;
+    assert_eq!(reply.path, "/", "case-insensitive, from the start");
+    ingress
+        .expect_no_route("rewrite.example.com", "/other/api")
+        .await;
+
+    let reply = ingress
+        .expect_routed_to("renamed.example.com", "/old/page", "app")
+        .await;
+    assert_eq!(reply.path, "/new", "the whole path is replaced");
+
+    let stderr = &ingress.render.stderr;
+    assert!(
+        stderr.contains(r#"rejected: Ingress features/bad-regex: path regex "/a(b""#),
+        "{stderr}"
+    );
+}

@@ -35,6 +35,8 @@ const LIMIT_CONNECTIONS: &str = "limit-connections";
 const REQUEST_HEADERS: &str = "request-headers";
 const AUTH_TYPE: &str = "auth-type";
 const PROXY_BODY_SIZE: &str = "proxy-body-size";
+const USE_REGEX: &str = "use-regex";
+const REWRITE_TARGET: &str = "rewrite-target";
 const AUTH_SECRET: &str = "auth-secret";
 const AUTH_REALM: &str = "auth-realm";
 const RESPONSE_HEADERS: &str = "response-headers";
@@ -54,8 +56,6 @@ const NOT_YET_SERVED: &[&str] = &[
     "auth-url",
     "auth-signin",
     "auth-response-headers",
-    "rewrite-target",
-    "use-regex",
     "client-auth-secret",
     "client-auth-verify",
     "client-auth-pass-certificate",
@@ -130,6 +130,8 @@ pub fn ingress_features(
             AUTH_SECRET,
             AUTH_REALM,
             PROXY_BODY_SIZE,
+            USE_REGEX,
+            REWRITE_TARGET,
         ];
         if super::BACKEND_ANNOTATIONS.contains(name) {
             return Err(AnnotationError::ServiceOnly {
@@ -253,6 +255,8 @@ pub fn ingress_features(
     let body_size = read
         .parse(PROXY_BODY_SIZE, values::body_size)?
         .unwrap_or(default_body_size);
+    let use_regex = bool_of(USE_REGEX)?.unwrap_or(false);
+    let rewrite_target = read.parse(REWRITE_TARGET, values::rewrite_target)?;
     let request_headers = read
         .parse(REQUEST_HEADERS, values::header_lines)?
         .unwrap_or_default();
@@ -274,6 +278,8 @@ pub fn ingress_features(
         response_headers,
         basic_auth,
         body_size,
+        use_regex,
+        rewrite_target,
     })
 }
 

@@ -86,6 +86,34 @@ pub fn body_size(value: &str) -> Result<Option<u64>, Expected> {
     Ok((bytes > 0).then_some(bytes))
 }
 
+/// A rewrite target: a path whose `$1`…`$9` name captures of the route's
+/// path, written back as HAProxy's `replace-path` format (`\1`, `%` as
+/// `%%`).
+pub fn rewrite_target(value: &str) -> Result<String, Expected> {
+    const EXPECTED: Expected =
+        "a path starting with '/' of URL path characters, with $1 to $9 for captures";
+    if !value.starts_with('/') || value.len() > 1024 {
+        return Err(EXPECTED);
+    }
+    let mut format = String::with_capacity(value.len());
+    let mut chars = value.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '$' => match chars.next() {
+                Some(d @ '1'..='9') => {
+                    format.push('\\');
+                    format.push(d);
+                }
+                _ => return Err(EXPECTED),
+            },
+            '%' => format.push_str("%%"),
+            c if c.is_ascii_alphanumeric() || "-._~!&()*+,;=:@/".contains(c) => format.push(c),
+            _ => return Err(EXPECTED),
+        }
+    }
+    Ok(format)
+}
+
 /// One of `allowed` status codes.
 pub fn code(value: &str, allowed: &[u16], expected: Expected) -> Result<u16, Expected> {
     value
