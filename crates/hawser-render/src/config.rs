@@ -66,6 +66,8 @@ pub struct Settings {
     pub hsts: bool,
     /// What an Ingress carrying another controller's annotations gets.
     pub foreign_annotations: ForeignAnnotations,
+    /// Who may send the PROXY protocol to the public listeners.
+    pub proxy_protocol: ProxyProtocol,
     /// The largest request body an Ingress accepts unless it says otherwise
     /// (`hawser.dev/proxy-body-size`): `8m`, `512k`, `1g` or bytes; unset or
     /// `0`: no limit.
@@ -96,6 +98,7 @@ impl Default for Settings {
             hsts: true,
             foreign_annotations: ForeignAnnotations::default(),
             body_size_limit: None,
+            proxy_protocol: ProxyProtocol::default(),
             values: BTreeMap::new(),
         }
     }
@@ -144,6 +147,16 @@ impl Settings {
         }
         Ok(())
     }
+}
+
+/// `proxyProtocol`: the PROXY protocol on the public listeners.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, rename_all(deserialize = "camelCase"), deny_unknown_fields)]
+pub struct ProxyProtocol {
+    /// Networks (a load balancer's) whose connections must start with a
+    /// PROXY header, v1 or v2; the header's client address then counts as
+    /// the client's. Empty: no PROXY protocol.
+    pub trusted_sources: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -251,6 +264,15 @@ impl RenderConfig {
         }
         validate::duration("value", &s.hard_stop_after)
             .map_err(|e| invalid("hardStopAfter", e.into()))?;
+        if !s.proxy_protocol.trusted_sources.is_empty() {
+            let list = s.proxy_protocol.trusted_sources.join(",");
+            crate::features::cidr_list(&list).map_err(|expected| {
+                invalid(
+                    "proxyProtocol.trustedSources",
+                    format!("{list:?} is not {expected}"),
+                )
+            })?;
+        }
         if let Some(limit) = &s.body_size_limit {
             crate::features::body_size(limit).map_err(|expected| {
                 invalid("bodySizeLimit", format!("{limit:?} is not {expected}"))

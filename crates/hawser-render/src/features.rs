@@ -35,7 +35,7 @@ pub use foreign::{ForeignAnnotations, foreign_annotations};
 pub use maps::LIMITS_TABLE;
 pub(crate) use maps::{FeatureView, feature_maps};
 pub use values::Cidr;
-pub use values::body_size;
+pub use values::{body_size, cidr_list};
 
 /// The redirect codes an HTTPS redirect may use.
 pub const REDIRECT_CODES: [u16; 5] = [301, 302, 303, 307, 308];

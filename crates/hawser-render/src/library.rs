@@ -28,6 +28,10 @@ pub const LIBRARY: &[(&str, &str)] = &[
         include_str!("../../../libraries/base/request_checks.cfg.j2"),
     ),
     (
+        "base/proxy_protocol.cfg",
+        include_str!("../../../libraries/base/proxy_protocol.cfg.j2"),
+    ),
+    (
         "ingress/routing.cfg",
         include_str!("../../../libraries/ingress/routing.cfg.j2"),
     ),

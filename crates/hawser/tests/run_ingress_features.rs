@@ -83,3 +83,42 @@ async fn feature_values_change_without_a_reload() {
     );
     assert_eq!(run.worker_pids().await, workers, "the same worker serves");
 }
+
+/// With `proxyProtocol.trustedSources`, a trusted load balancer's PROXY
+/// header says who the client is: the allow-list judges that address.
+#[tokio::test]
+async fn a_trusted_proxy_header_names_the_client_the_allow_list_judges() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let backends = Backends::start(&[pod("features", "app", "app-0")]);
+    let manifests = Manifests::from_fixture("run_ingress_features", &backends.vars());
+    let run = Run::start_with(
+        manifests.path(),
+        support::RunOptions {
+            config_tail: "  proxyProtocol:\n    trustedSources: [\"127.0.0.0/8\"]\n".to_string(),
+            ..support::RunOptions::default()
+        },
+    )
+    .await;
+    run.wait_converged().await;
+    let status_from = |client: &'static str| {
+        let http = run.http;
+        async move {
+            let mut stream = tokio::net::TcpStream::connect(http).await.unwrap();
+            let request = format!(
+                "PROXY TCP4 {client} {} 40000 {}\r\nGET / HTTP/1.1\r\nHost: gate.example.com\r\nConnection: close\r\n\r\n",
+                http.ip(),
+                http.port()
+            );
+            stream.write_all(request.as_bytes()).await.unwrap();
+            let mut answer = String::new();
+            stream.read_to_string(&mut answer).await.unwrap();
+            answer.split(' ').nth(1).unwrap_or_default().to_string()
+        }
+    };
+    assert_eq!(status_from("10.1.2.3").await, "200", "inside 10.0.0.0/8");
+    assert_eq!(
+        status_from("192.0.2.1").await,
+        "403",
+        "outside the allow-list"
+    );
+}
