@@ -221,7 +221,7 @@ fn diff_files(
                 // Membership is compared through the plan's crt-lists.
                 FileKind::CrtList => {}
                 // HAProxy reads Lua only when it loads its configuration.
-                FileKind::Lua => reasons.push(format!("{path} changed")),
+                FileKind::Lua | FileKind::CaFile => reasons.push(format!("{path} changed")),
             },
             (None, Some(new))
                 if new.kind == FileKind::Certificate && cert_adds.contains_key(path) => {}

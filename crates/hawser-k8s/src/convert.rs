@@ -294,7 +294,7 @@ impl FromK8s for EndpointSlice {
 impl FromK8s for Secret {
     type K8s = core::Secret;
 
-    /// Keeps `tls.crt`, `tls.key` and `auth` only (from `data`, overridden by
+    /// Keeps `tls.crt`, `tls.key`, `auth` and `ca.crt` only (from `data`, overridden by
     /// `stringData` as the API server would merge them).
     fn from_k8s(obj: &core::Secret) -> Result<Self, ConvertError> {
         let key = namespaced_key(Kind::Secret, &obj.metadata)?;
@@ -310,6 +310,7 @@ impl FromK8s for Secret {
             tls_crt: data.remove("tls.crt"),
             tls_key: data.remove("tls.key"),
             auth: data.remove("auth"),
+            ca_crt: data.remove("ca.crt"),
             key,
         })
     }

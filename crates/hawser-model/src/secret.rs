@@ -19,6 +19,9 @@ pub struct Secret {
     pub tls_key: Option<Vec<u8>>,
     #[serde(skip)]
     pub auth: Option<Vec<u8>>,
+    /// `ca.crt`: CA certificates a Service's pods are verified with.
+    #[serde(skip)]
+    pub ca_crt: Option<Vec<u8>>,
 }
 
 impl Secret {
@@ -27,6 +30,7 @@ impl Secret {
         self.tls_crt = None;
         self.tls_key = None;
         self.auth = None;
+        self.ca_crt = None;
     }
 }
 
@@ -38,6 +42,7 @@ impl fmt::Debug for Secret {
             .field("tls_crt", &self.tls_crt.as_ref().map(|c| c.len()))
             .field("tls_key", &self.tls_key.as_ref().map(|_| "<redacted>"))
             .field("auth", &self.auth.as_ref().map(|_| "<redacted>"))
+            .field("ca_crt", &self.ca_crt.as_ref().map(|c| c.len()))
             .finish()
     }
 }

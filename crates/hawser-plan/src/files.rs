@@ -16,6 +16,9 @@ pub enum FileKind {
     /// Lua code the configuration loads (`lua-load`): read only at start,
     /// so a change takes a reload.
     Lua,
+    /// CA certificates servers verify their peers with (`ca-file`): read
+    /// at start, so a change takes a reload.
+    CaFile,
 }
 
 impl FileKind {
@@ -27,6 +30,7 @@ impl FileKind {
             FileKind::Certificate => "certificate",
             FileKind::CrtList => "crt-list",
             FileKind::Lua => "lua",
+            FileKind::CaFile => "ca-file",
         }
     }
 
@@ -37,6 +41,7 @@ impl FileKind {
             "certificate" => FileKind::Certificate,
             "crt-list" => FileKind::CrtList,
             "lua" => FileKind::Lua,
+            "ca-file" => FileKind::CaFile,
             _ => return None,
         })
     }

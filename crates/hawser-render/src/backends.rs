@@ -11,7 +11,10 @@ use hawser_model::{
     Kind, ObjectKey, ObjectRef, Service, ServicePort, ServicePortRef, ServiceType, Store,
 };
 
-use crate::features::{ANNOTATION_PREFIX, BACKEND_ANNOTATIONS, BackendFeatures, backend_features};
+use crate::features::{
+    ANNOTATION_PREFIX, BACKEND_ANNOTATIONS, BACKEND_CA_SECRET_ANNOTATION, BackendFeatures,
+    backend_features,
+};
 use crate::report::Diagnostics;
 use crate::validate;
 use hawser_plan::{BackendMode, BackendPlan, ServerPlan, ServerState};
@@ -77,10 +80,6 @@ struct ServiceSettings {
     features: BackendFeatures,
 }
 
-/// Not served by this version: a Service carrying one is refused rather
-/// than served without it.
-const NOT_YET_SERVED: &[&str] = &["backend-ca-secret"];
-
 fn service_settings(service: &Service) -> Result<ServiceSettings, String> {
     let mut settings = ServiceSettings {
         balance: "roundrobin".to_string(),
@@ -107,11 +106,6 @@ fn service_settings(service: &Service) -> Result<ServiceSettings, String> {
                 Some(name) if BACKEND_ANNOTATIONS.contains(&name) => {
                     backend.insert(name, value.as_str());
                 }
-                Some(name) if NOT_YET_SERVED.contains(&name) => {
-                    return Err(format!(
-                        "annotation {key} is not served by this version of hawser; the Service is refused rather than served without it"
-                    ));
-                }
                 _ => return Err(format!("annotation {key} is not one hawser knows")),
             },
         }
@@ -120,11 +114,42 @@ fn service_settings(service: &Service) -> Result<ServiceSettings, String> {
     Ok(settings)
 }
 
+/// Reads the CA a Service's pods are verified with (`backend-ca-secret`)
+/// into `ca_files` (tree path → PEM), and points the settings at it.
+fn with_ca_file(
+    mut settings: ServiceSettings,
+    store: &Store,
+    service: &ObjectKey,
+    ca_files: &mut BTreeMap<String, Vec<u8>>,
+) -> Result<ServiceSettings, String> {
+    let Some((name, path)) = &mut settings.features.ca else {
+        return Ok(settings);
+    };
+    let key = ObjectKey::new(&service.namespace, name.as_str());
+    let refuse = |why: &str| {
+        format!(
+            "annotation {BACKEND_CA_SECRET_ANNOTATION}: Secret {key}: {why}; the pods are not spoken to unverified"
+        )
+    };
+    let secret = store
+        .secret(&key)
+        .ok_or_else(|| refuse("it does not exist"))?;
+    let pem = secret
+        .ca_crt
+        .as_deref()
+        .ok_or_else(|| refuse("it has no key \"ca.crt\""))?;
+    let certificates = crate::tls::ca_certificates(pem).map_err(|e| refuse(&e))?;
+    *path = format!("certs/ca_{}_{}.pem", key.namespace, key.name);
+    ca_files.insert(path.clone(), certificates);
+    Ok(settings)
+}
+
 /// One backend per referenced Service port. A missing Service or port still
 /// gets a backend (with no servers, so HAProxy answers 503) and a warning.
 pub(crate) fn backend_plans(
     store: &Store,
     referenced: &BTreeMap<BackendKey, ObjectRef>,
+    ca_files: &mut BTreeMap<String, Vec<u8>>,
     diags: &mut Diagnostics,
 ) -> Vec<BackendPlan> {
     let mut rejected_services = BTreeMap::new();
@@ -149,7 +174,9 @@ pub(crate) fn backend_plans(
                 return plan;
             };
             let service_ref = ObjectRef::new(Kind::Service, service_key);
-            let settings = match service_settings(service) {
+            let settings = match service_settings(service)
+                .and_then(|settings| with_ca_file(settings, store, &service.key, ca_files))
+            {
                 Ok(settings) => settings,
                 Err(reason) => {
                     rejected_services.insert(service_ref, reason);

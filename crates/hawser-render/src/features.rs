@@ -29,7 +29,10 @@ pub use annotations::{
     ANNOTATION_PREFIX, AUTH_SECRET_ANNOTATION, AnnotationError, ingress_features,
 };
 pub use auth::{BasicAuth, resolve_users};
-pub use backend::{BACKEND_ANNOTATIONS, BackendFeatures, BackendProtocol, backend_features};
+pub use backend::{
+    BACKEND_ANNOTATIONS, BACKEND_CA_SECRET_ANNOTATION, BackendFeatures, BackendProtocol,
+    backend_features,
+};
 pub use cors::{CORS_DEFAULT_HEADERS, CORS_DEFAULT_METHODS};
 pub use foreign::{ForeignAnnotations, foreign_annotations};
 pub use maps::LIMITS_TABLE;

@@ -163,9 +163,18 @@ impl Renderer {
                 .entry(key.clone())
                 .or_insert_with(|| referrer.clone());
         }
-        let mut backends = backends::backend_plans(store, &referenced, &mut diags);
-        backends.extend(h2_backends(store, &gateway_view, &mut diags));
-        backends.extend(tcp_backends(store, &gateway_view, &mut diags));
+        let mut ca_files = BTreeMap::new();
+        let mut backends = backends::backend_plans(store, &referenced, &mut ca_files, &mut diags);
+        backends.extend(h2_backends(store, &gateway_view, &mut ca_files, &mut diags));
+        backends.extend(tcp_backends(
+            store,
+            &gateway_view,
+            &mut ca_files,
+            &mut diags,
+        ));
+        for (path, pem) in ca_files {
+            files.insert(path, FileKind::CaFile, pem);
+        }
         backends.sort_by(|a, b| a.name.cmp(&b.name));
         add_listener_certificates(&mut routes.tls, &gateway_table);
         let mut maps = route_maps(&routes);
@@ -284,8 +293,13 @@ impl Renderer {
 
 /// The h2c twins of the Service-port backends GRPCRoutes send to: the same
 /// servers, spoken to over HTTP/2 in clear text.
-fn h2_backends(store: &Store, view: &GatewayView, diags: &mut Diagnostics) -> Vec<BackendPlan> {
-    let mut plans = backends::backend_plans(store, &view.h2_backends, diags);
+fn h2_backends(
+    store: &Store,
+    view: &GatewayView,
+    ca_files: &mut BTreeMap<String, Vec<u8>>,
+    diags: &mut Diagnostics,
+) -> Vec<BackendPlan> {
+    let mut plans = backends::backend_plans(store, &view.h2_backends, ca_files, diags);
     for plan in &mut plans {
         plan.name.push_str(gateway_frontends::H2_SUFFIX);
         plan.source.push_str(" over HTTP/2 (h2c)");
@@ -298,8 +312,13 @@ fn h2_backends(store: &Store, view: &GatewayView, diags: &mut Diagnostics) -> Ve
 
 /// The `mode tcp` twins of the Service-port backends TLSRoutes and
 /// TCPRoutes send to: the same servers, given whole connections.
-fn tcp_backends(store: &Store, view: &GatewayView, diags: &mut Diagnostics) -> Vec<BackendPlan> {
-    let mut plans = backends::backend_plans(store, &view.tcp_backends, diags);
+fn tcp_backends(
+    store: &Store,
+    view: &GatewayView,
+    ca_files: &mut BTreeMap<String, Vec<u8>>,
+    diags: &mut Diagnostics,
+) -> Vec<BackendPlan> {
+    let mut plans = backends::backend_plans(store, &view.tcp_backends, ca_files, diags);
     for plan in &mut plans {
         plan.name.push_str(gateway_frontends::TCP_SUFFIX);
         plan.source.push_str(" over TCP");

@@ -77,6 +77,24 @@ impl CertificatePem {
     }
 }
 
+/// `ca.crt` as PEM certificates, each checked to parse, written back
+/// canonically (nothing else can ride along).
+pub(crate) fn ca_certificates(pem: &[u8]) -> Result<Vec<u8>, String> {
+    let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("its key \"ca.crt\" is not PEM certificates: {e}"))?;
+    if certificates.is_empty() {
+        return Err("its key \"ca.crt\" holds no certificate".to_string());
+    }
+    let mut out = Vec::new();
+    for certificate in &certificates {
+        x509_parser::parse_x509_certificate(certificate)
+            .map_err(|e| format!("a certificate of its key \"ca.crt\" does not parse: {e}"))?;
+        out.extend_from_slice(&pem_block("CERTIFICATE", certificate.as_ref()));
+    }
+    Ok(out)
+}
+
 fn pem_block(label: &str, der: &[u8]) -> Vec<u8> {
     let body = BASE64.encode(der);
     let mut out = format!("-----BEGIN {label}-----\n").into_bytes();

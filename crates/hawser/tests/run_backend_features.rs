@@ -50,7 +50,13 @@ async fn pods_are_spoken_to_as_their_service_asks_however_they_arrive() {
         pod("backends", "sticky", "sticky-c"),
         pod("backends", "h2", "h2-a"),
     ]);
-    let manifests = Manifests::from_fixture("run_backend_features", &backends.vars());
+    let mut vars = backends.vars();
+    vars.insert("PODS_CA".into(), cert.cert_yaml());
+    vars.insert(
+        "OTHER_CA".into(),
+        TestCertificate::self_signed("secure.internal").cert_yaml(),
+    );
+    let manifests = Manifests::from_fixture("run_backend_features", &vars);
     let write =
         |name: &str, text: String| std::fs::write(manifests.path().join(name), text).unwrap();
     write(
@@ -62,12 +68,24 @@ async fn pods_are_spoken_to_as_their_service_asks_however_they_arrive() {
         slice(&backends, "sticky", "http", &["sticky-a", "sticky-b"]),
     );
     write("h2-slice.yaml", slice(&backends, "h2", "http", &["h2-a"]));
+    write(
+        "verified-slice.yaml",
+        slice(&backends, "verified", "https", &["secure-a"]),
+    );
+    write(
+        "mistrusted-slice.yaml",
+        slice(&backends, "mistrusted", "https", &["secure-a"]),
+    );
     let run = Run::start(manifests.path()).await;
     run.wait_converged().await;
 
-    // HTTPS to the pods.
+    // HTTPS to the pods: unverified, verified with their CA, and refused
+    // with another CA (no server HAProxy trusts: 503).
     run.expect_routed_to("secure.example.com", "/", "secure")
         .await;
+    run.expect_routed_to("verified.example.com", "/", "secure")
+        .await;
+    assert_eq!(run.get("mistrusted.example.com", "/").await.status, 503);
     // HTTP/2 in clear text to the pods.
     let reply = run.expect_routed_to("h2.example.com", "/", "h2").await;
     assert_eq!(reply.proto, "HTTP/2.0");
@@ -103,8 +121,14 @@ async fn pods_are_spoken_to_as_their_service_asks_however_they_arrive() {
             &["sticky-a", "sticky-b", "sticky-c"],
         ),
     );
+    run.write_manifest(
+        "verified-slice.yaml",
+        &slice(&backends, "verified", "https", &["secure-a", "secure-b"]),
+    );
     run.expect_outcome_after(before, "runtime").await;
     run.expect_pods_reached("secure.example.com", "/", &["secure-a", "secure-b"])
+        .await;
+    run.expect_pods_reached("verified.example.com", "/", &["secure-a", "secure-b"])
         .await;
     let to_new = format!("route={}", server_of(&backends, "sticky-c"));
     for _ in 0..3 {

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use hawser_model::{Kind, Object, ObjectKey, ObjectRef, Store};
-use hawser_render::features::AUTH_SECRET_ANNOTATION;
+use hawser_render::features::{AUTH_SECRET_ANNOTATION, BACKEND_CA_SECRET_ANNOTATION};
 
 use super::watch::{Change, Item, Message};
 use super::{ClusterStatus, Scope, WatchStatus};
@@ -271,6 +271,22 @@ impl Cluster {
                 );
             }
         }
+        // The CAs Services verify their pods with.
+        let first_service = ObjectRef::new(Kind::Service, ObjectKey::new("", ""));
+        let services = self
+            .objects
+            .range(first_service..)
+            .take_while(|(object, _)| object.kind == Kind::Service);
+        for (_, object) in services {
+            if let Object::Service(service) = object {
+                referenced.extend(
+                    service
+                        .annotations
+                        .get(BACKEND_CA_SECRET_ANNOTATION)
+                        .map(|name| ObjectKey::new(&service.key.namespace, name)),
+                );
+            }
+        }
         // Gateways' listener certificates, wherever they are (a grant is
         // checked when the Gateway is programmed, not here).
         let first_gateway = ObjectRef::new(Kind::Gateway, ObjectKey::new("", ""));
@@ -349,7 +365,7 @@ impl Cluster {
 
 /// Kinds whose objects name Secrets whose data is kept.
 fn refers_to_secrets(kind: Kind) -> bool {
-    matches!(kind, Kind::Ingress | Kind::Gateway)
+    matches!(kind, Kind::Ingress | Kind::Gateway | Kind::Service)
 }
 
 fn item_ref(item: &Item) -> ObjectRef {

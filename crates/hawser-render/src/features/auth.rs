@@ -126,6 +126,7 @@ mod tests {
             tls_crt: None,
             tls_key: None,
             auth: auth.map(|a| a.as_bytes().to_vec()),
+            ca_crt: None,
         }));
         store
     }

@@ -15,6 +15,10 @@ const SEND_PROXY_PROTOCOL: &str = "send-proxy-protocol";
 const AFFINITY: &str = "affinity";
 const SESSION_COOKIE_NAME: &str = "session-cookie-name";
 const SESSION_COOKIE_MAX_AGE: &str = "session-cookie-max-age";
+const BACKEND_CA_SECRET: &str = "backend-ca-secret";
+/// The annotation naming the Secret (key `ca.crt`) a Service's TLS pods are
+/// verified with (a cluster source keeps its data while a Service names it).
+pub const BACKEND_CA_SECRET_ANNOTATION: &str = "hawser.dev/backend-ca-secret";
 /// The backend annotations a Service may carry.
 pub const BACKEND_ANNOTATIONS: &[&str] = &[
     BACKEND_PROTOCOL,
@@ -23,6 +27,7 @@ pub const BACKEND_ANNOTATIONS: &[&str] = &[
     AFFINITY,
     SESSION_COOKIE_NAME,
     SESSION_COOKIE_MAX_AGE,
+    BACKEND_CA_SECRET,
 ];
 /// ingress-nginx's `session-cookie-name` default.
 const DEFAULT_COOKIE: &str = "INGRESSCOOKIE";
@@ -48,6 +53,9 @@ pub struct BackendFeatures {
     pub proxy_protocol: Option<u8>,
     /// Sticky sessions: the cookie's name and max age (none: a session cookie).
     pub affinity: Option<(String, Option<u64>)>,
+    /// The Secret (in the Service's namespace) whose `ca.crt` TLS pods are
+    /// verified with, and the tree path it is written to once read.
+    pub ca: Option<(String, String)>,
 }
 
 impl BackendFeatures {
@@ -56,14 +64,25 @@ impl BackendFeatures {
     pub fn server_keywords(&self, server: &str) -> Vec<String> {
         let protocol: &[&str] = match self.protocol {
             BackendProtocol::Http => &[],
-            // Without a CA the pods' certificates are not verified (said in
-            // docs/annotations.md; verification with a CA comes later).
-            BackendProtocol::Https => &["ssl", "verify", "none"],
+            BackendProtocol::Https => &["ssl"],
             // Written as the server's `proto` (see `proto`).
             BackendProtocol::H2c | BackendProtocol::Grpc => &[],
-            BackendProtocol::Grpcs => &["ssl", "verify", "none", "alpn", "h2"],
+            BackendProtocol::Grpcs => &["ssl", "alpn", "h2"],
         };
         let mut words: Vec<String> = protocol.iter().map(|w| w.to_string()).collect();
+        if words.first().is_some_and(|w| w == "ssl") {
+            match &self.ca {
+                Some((_, path)) => words.extend([
+                    "verify".into(),
+                    "required".into(),
+                    "ca-file".into(),
+                    path.clone(),
+                ]),
+                // Without a CA the pods' certificates are not verified (said
+                // in docs/annotations.md and `hawser status`).
+                None => words.extend(["verify".into(), "none".into()]),
+            }
+        }
         if let Some(sni) = &self.sni {
             words.push("sni".to_string());
             words.push(format!("str({sni})"));
@@ -142,11 +161,19 @@ pub fn backend_features(ours: &BTreeMap<&str, &str>) -> Result<BackendFeatures, 
             None
         }
     };
+    let ca = read.parse(BACKEND_CA_SECRET, super::auth::secret_name)?;
+    if ca.is_some() && !matches!(protocol, BackendProtocol::Https | BackendProtocol::Grpcs) {
+        return Err(AnnotationError::Needs {
+            annotation: BACKEND_CA_SECRET_ANNOTATION.to_string(),
+            needs: format!("{ANNOTATION_PREFIX}{BACKEND_PROTOCOL}: HTTPS or GRPCS"),
+        });
+    }
     Ok(BackendFeatures {
         protocol,
         sni,
         proxy_protocol,
         affinity,
+        ca: ca.map(|name| (name, String::new())),
     })
 }
 
@@ -193,10 +220,10 @@ mod tests {
             ]),
             [
                 "ssl",
-                "verify",
-                "none",
                 "alpn",
                 "h2",
+                "verify",
+                "none",
                 "sni",
                 "str(api.internal)"
             ]

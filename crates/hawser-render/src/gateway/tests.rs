@@ -173,6 +173,7 @@ fn tls_secret(namespace: &str, name: &str) -> Object {
         tls_crt: Some(b"crt".to_vec()),
         tls_key: Some(b"key".to_vec()),
         auth: None,
+        ca_crt: None,
     })
 }
 

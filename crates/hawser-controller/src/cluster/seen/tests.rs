@@ -19,6 +19,7 @@ fn secret(name: &str) -> Item {
         tls_crt: Some(b"crt".to_vec()),
         tls_key: Some(b"key".to_vec()),
         auth: None,
+        ca_crt: None,
     }))
 }
 
@@ -162,6 +163,7 @@ fn a_relist_replaces_only_its_own_namespace() {
         tls_crt: None,
         tls_key: None,
         auth: None,
+        ca_crt: None,
     }));
     for (scope, item) in [
         (namespaced("app"), secret("a")),

@@ -358,7 +358,12 @@ fn the_backends_used_become_haproxy_backends() {
     )]);
     let routing = routing(&store);
     let mut diags = crate::report::Diagnostics::default();
-    let plans = crate::backends::backend_plans(&store, &routing.table.backends, &mut diags);
+    let plans = crate::backends::backend_plans(
+        &store,
+        &routing.table.backends,
+        &mut Default::default(),
+        &mut diags,
+    );
     let names: Vec<&str> = plans.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["be_app_api_80", "be_app_web_80"]);
     let targets: Vec<&BackendTarget> = listener_entry(&routing, "http").http_rules[0]
