@@ -1,7 +1,8 @@
 //! Runtime first: feature values of existing Ingresses change through the
 //! runtime API, with no reload (the same HAProxy worker serves before and
-//! after): an allow-list edited, a redirect target changed, and features
-//! given to an Ingress that had none (fixture `run_ingress_features/`).
+//! after): an allow-list edited, a redirect target changed, a rate limit,
+//! a header value and CORS changed, and features given to an Ingress that
+//! had none (fixture `run_ingress_features/`).
 
 #![allow(
     clippy::unwrap_used,
@@ -21,6 +22,8 @@ metadata:
   namespace: features
   annotations:
     hawser.dev/allowlist-source-range: "10.0.0.0/8, 127.0.0.0/8"
+    hawser.dev/rate-limit-rps: "2"
+    hawser.dev/rate-limit-burst: "0"
 spec:
   rules:
     - host: gate.example.com
@@ -49,6 +52,21 @@ spec:
   rules:
     - host: plain.example.com
       http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: app, port: { number: 80 } } } }] }
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: tuned
+  namespace: features
+  annotations:
+    hawser.dev/rate-limit-rps: "500"
+    hawser.dev/request-headers: "X-Team: second"
+    hawser.dev/proxy-body-size: "2m"
+    hawser.dev/enable-cors: "true"
+spec:
+  rules:
+    - host: tuned.example.com
+      http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: app, port: { number: 80 } } } }] }
 "#;
 
 #[tokio::test]
@@ -63,6 +81,11 @@ async fn feature_values_change_without_a_reload() {
     assert_eq!(moved.status, 301);
     assert_eq!(moved.header("location"), Some("https://first.example.com/"));
     run.expect_routed_to("plain.example.com", "/", "app").await;
+    let tuned = run.expect_routed_to("tuned.example.com", "/", "app").await;
+    assert_eq!(
+        tuned.headers.get("x-team"),
+        Some(&vec!["first".to_string()])
+    );
     let workers = run.worker_pids().await;
 
     let before = run.desired_generation().await;
@@ -81,6 +104,22 @@ async fn feature_values_change_without_a_reload() {
         plain.header("location"),
         Some("https://elsewhere.example.com/")
     );
+    let tuned = run.expect_routed_to("tuned.example.com", "/", "app").await;
+    assert_eq!(
+        tuned.headers.get("x-team"),
+        Some(&vec!["second".to_string()])
+    );
+    let cors = run
+        .request(
+            &support::Request::get("tuned.example.com", "/").header("Origin", "https://a.example"),
+        )
+        .await;
+    assert_eq!(cors.header("access-control-allow-origin"), Some("*"));
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        statuses.push(run.get("gate.example.com", "/").await.status);
+    }
+    assert!(statuses.contains(&429), "the new rate holds: {statuses:?}");
     assert_eq!(run.worker_pids().await, workers, "the same worker serves");
 }
 
