@@ -2,12 +2,19 @@
 //!
 //! ```text
 //!  Store ──► ingress (classes, validation, precedence) ──► RouteTable
+//!    │        features (hawser.dev/ annotations → IngressFeatures, BackendFeatures)
 //!    └────► gateway (classes, listeners, attachment) ──► GatewayTable + GatewayStatus
 //!           gateway_frontends (the table as the `gateway` library reads it)
 //!              │                                              │
 //!              ├─► backends (Service port + EndpointSlices) ──┼─► Plan ──► templates ──► haproxy.cfg
 //!              └─► tls (Secrets → PEM, crt-list) ─────────────┘     └──────────────────► maps, certs, crt-list
 //! ```
+//!
+//! What an Ingress or Service asks beyond routing (redirects, access lists,
+//! authentication, limits, CORS, rewrites, backend protocols) is one typed
+//! model, [`features`], fed by annotation dialects and read by the library
+//! templates; its values live in maps wherever HAProxy can change them at
+//! runtime (`docs/annotations.md`).
 //!
 //! A render is deterministic: the same store and configuration give the same
 //! bytes. It never fails because of one object: a bad object is rejected with a
