@@ -299,7 +299,7 @@ pub fn header_value(what: &str, value: &str) -> Result<(), InvalidValue> {
 
 /// A regular expression for HAProxy: printable ASCII without spaces, quotes,
 /// `#` or `%`, at most [`MAX_REGEX_LEN`] bytes, that PCRE2 compiles with
-/// HAProxy's own options (see [`haproxy_regex`]) both on its own and in the
+/// HAProxy's own options (see the `haproxy_regex` module) both on its own and in the
 /// form the templates give HAProxy, `^(<regex>)$` (gRPC names: each part
 /// alike). So HAProxy cannot fail to compile it and stop a whole
 /// configuration, and a stray `)` cannot move the anchors. A backslash is
