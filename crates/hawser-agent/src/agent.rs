@@ -439,15 +439,18 @@ impl Core {
     }
 
     fn publish_running(&self) {
+        self.status.send_modify(|s| self.write_running(s));
+    }
+
+    /// The running version's phase and generation, into `status`.
+    fn write_running(&self, status: &mut AgentStatus) {
         let bootstrap = self.running.generation == BOOTSTRAP_GENERATION;
-        self.status.send_modify(|s| {
-            s.phase = if bootstrap {
-                Phase::Bootstrap
-            } else {
-                Phase::Serving
-            };
-            s.applied_generation = (!bootstrap).then_some(self.running.generation);
-        });
+        status.phase = if bootstrap {
+            Phase::Bootstrap
+        } else {
+            Phase::Serving
+        };
+        status.applied_generation = (!bootstrap).then_some(self.running.generation);
     }
 
     fn set_phase(&self, phase: Phase) {
@@ -491,6 +494,8 @@ impl Core {
                 outcome.summary
             );
         }
+        // One update: whoever sees the outcome sees the generation it left
+        // running.
         self.status.send_modify(|s| {
             if kind == ApplyKind::Rejected {
                 s.rejected += 1;
@@ -499,10 +504,10 @@ impl Core {
                 s.last_error = None;
             }
             s.last_outcome = Some(outcome.clone());
+            if error.is_none() {
+                self.write_running(s);
+            }
         });
-        if error.is_none() {
-            self.publish_running();
-        }
         let _ = self.outcomes.send(outcome);
         if let Err(e) = self.tree.collect_garbage(self.config.keep_versions) {
             warn!("cannot remove old versions: {e}");
