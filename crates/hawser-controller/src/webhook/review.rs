@@ -6,7 +6,8 @@ use std::time::Duration;
 use hawser_crd::HawserConfigSpec;
 use hawser_haproxy::HaproxyBinary;
 use hawser_k8s::FromK8s;
-use hawser_model::{Ingress, Object, ObjectRef, Store};
+use hawser_model::{Ingress, Object, ObjectKey, ObjectRef, Store};
+use hawser_render::features::AUTH_SECRET_ANNOTATION;
 use hawser_render::{CONFIG_PATH, CertificatePem, RenderConfig, Renderer, Severity, culprit_at};
 use k8s_openapi::api::networking::v1 as networking;
 
@@ -39,6 +40,28 @@ impl Verdict {
     }
 }
 
+/// The Secret a candidate Ingress's basic authentication names when the
+/// snapshot does not hold it: the cluster source keeps only the Secrets an
+/// Ingress already names, so a new one cannot be judged here.
+fn unread_auth_secret(store: &Store, candidate: &Candidate) -> Option<ObjectKey> {
+    let Candidate::Ingress(ingress) = candidate else {
+        return None;
+    };
+    let namespace = ingress.metadata.namespace.as_deref()?;
+    let name = ingress
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(AUTH_SECRET_ANNOTATION)?;
+    let key = ObjectKey::new(namespace, name);
+    store.secret(&key).is_none().then_some(key)
+}
+
+/// The start of the render's rejection for a basic-auth Secret it does not find.
+fn missing(secret: &ObjectKey) -> String {
+    format!("annotation {AUTH_SECRET_ANNOTATION}: Secret {secret}: it does not exist")
+}
+
 /// How long the check may take: well inside the API server's webhook timeout.
 pub const REVIEW_DEADLINE: Duration = Duration::from_secs(4);
 
@@ -53,6 +76,7 @@ pub async fn review(
     candidate: &Candidate,
 ) -> Verdict {
     let policy = gate::config_policy(config);
+    let unread = unread_auth_secret(store, candidate);
     let (store, config, subject) = match candidate {
         Candidate::Ingress(ingress) => {
             let model = match Ingress::from_k8s(ingress) {
@@ -86,6 +110,16 @@ pub async fn review(
         .iter()
         .find(|d| d.severity == Severity::Rejected && about(&d.object))
     {
+        if let Some(secret) = unread.filter(|secret| rejected.message.starts_with(&missing(secret)))
+        {
+            return Verdict {
+                allowed: true,
+                reason: None,
+                warnings: vec![format!(
+                    "Secret {secret} (its basic-auth users) is read once an Ingress names it, so it was not checked here; if it does not exist or holds no valid \"auth\", the Ingress will be refused and its routes not served"
+                )],
+            };
+        }
         return Verdict::deny(rejected.to_string());
     }
     let warnings: Vec<String> = rendered

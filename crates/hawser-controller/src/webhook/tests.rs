@@ -153,3 +153,29 @@ async fn a_good_config_is_admitted() {
     let response = ask(config("# tuned by the platform team")).await;
     assert_eq!(response["allowed"], true, "{response:#}");
 }
+
+/// The cluster source keeps only the Secrets an Ingress already names, so
+/// a new Ingress's basic-auth Secret is admitted with a warning rather than
+/// denied as missing; a bad auth value is still denied.
+#[tokio::test]
+async fn a_basic_auth_secret_the_snapshot_does_not_hold_is_admitted_with_a_warning() {
+    let mut candidate = ingress("/shop");
+    candidate["metadata"]["annotations"] = json!({
+        "hawser.dev/auth-type": "basic",
+        "hawser.dev/auth-secret": "users",
+    });
+    let response = ask(candidate.clone()).await;
+    assert_eq!(response["allowed"], true, "{response:#}");
+    assert!(
+        response["warnings"]
+            .to_string()
+            .contains("Secret web/users"),
+        "{response:#}"
+    );
+
+    candidate["metadata"]["annotations"]["hawser.dev/auth-type"] = json!("digest");
+    let response = ask(candidate).await;
+    assert_eq!(response["allowed"], false, "{response:#}");
+    let message = response["status"]["message"].as_str().unwrap();
+    assert!(message.contains("hawser.dev/auth-type"), "{message}");
+}
