@@ -144,14 +144,19 @@ fn diff_crt_lists(running: &Plan, desired: &Plan, reasons: &mut Vec<String>) -> 
     }
     for (path, new) in &new_lists {
         let old = &old_lists[path];
+        if old == new {
+            continue;
+        }
         if old.first() != new.first() {
             reasons.push(format!("the default certificate of {path} changed"));
             continue;
         }
-        let by_cert = |entries: &[CrtListEntry]| -> Option<BTreeMap<String, Vec<String>>> {
+        type Line = (Vec<String>, Vec<String>);
+        let by_cert = |entries: &[CrtListEntry]| -> Option<BTreeMap<String, Line>> {
             let mut map = BTreeMap::new();
             for e in entries.iter().skip(1) {
-                if map.insert(e.certificate.clone(), e.sni.clone()).is_some() {
+                let line = (e.sni.clone(), e.options.clone());
+                if map.insert(e.certificate.clone(), line).is_some() {
                     return None;
                 }
             }
@@ -161,8 +166,12 @@ fn diff_crt_lists(running: &Plan, desired: &Plan, reasons: &mut Vec<String>) -> 
             reasons.push(format!("{path} lists a certificate more than once"));
             continue;
         };
-        for (cert, sni) in &new {
+        for (cert, (sni, options)) in &new {
             match old.get(cert) {
+                // Its CA file is not loaded yet: only a reload can add it.
+                None if !options.is_empty() => {
+                    reasons.push(format!("{cert} in {path} asks for client certificates"));
+                }
                 None => {
                     let op = RuntimeOp::AddCertificate {
                         path: cert.clone(),
@@ -171,8 +180,11 @@ fn diff_crt_lists(running: &Plan, desired: &Plan, reasons: &mut Vec<String>) -> 
                     };
                     adds.insert(cert.clone(), op);
                 }
-                Some(old_sni) if old_sni != sni => {
+                Some((old_sni, _)) if old_sni != sni => {
                     reasons.push(format!("SNI names of {cert} in {path} changed"));
+                }
+                Some((_, old_options)) if old_options != options => {
+                    reasons.push(format!("the options of {cert} in {path} changed"));
                 }
                 Some(_) => {}
             }

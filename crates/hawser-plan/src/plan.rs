@@ -167,6 +167,11 @@ pub struct CrtListEntry {
     pub certificate: String,
     /// SNI names this certificate answers for; empty means its own names.
     pub sni: Vec<String>,
+    /// SSL options of the line (`ca-file <path> verify optional`: client
+    /// certificates), one word each; an entry with options is not added at
+    /// runtime (its CA file must be loaded first): a change to them reloads.
+    #[serde(default)]
+    pub options: Vec<String>,
 }
 
 impl MapPlan {
@@ -184,11 +189,16 @@ impl MapPlan {
 }
 
 impl CrtListPlan {
-    /// The crt-list file: `<cert> [<sni> ...]` per line.
+    /// The crt-list file: `<cert> [[<options>]] [<sni> ...]` per line.
     pub fn to_file(&self) -> String {
         let mut out = String::new();
         for entry in &self.entries {
             out.push_str(&entry.certificate);
+            if !entry.options.is_empty() {
+                out.push_str(" [");
+                out.push_str(&entry.options.join(" "));
+                out.push(']');
+            }
             for sni in &entry.sni {
                 out.push(' ');
                 out.push_str(sni);

@@ -26,7 +26,8 @@ mod values;
 use std::collections::BTreeMap;
 
 pub use annotations::{
-    ANNOTATION_PREFIX, AUTH_SECRET_ANNOTATION, AnnotationError, ingress_features,
+    ANNOTATION_PREFIX, AUTH_SECRET_ANNOTATION, AnnotationError, CLIENT_AUTH_SECRET_ANNOTATION,
+    ingress_features,
 };
 pub use auth::{BasicAuth, resolve_users};
 pub use backend::{
@@ -77,9 +78,25 @@ pub struct IngressFeatures {
     /// The Ingress's paths are PCRE2 regular expressions, matched
     /// case-insensitively from the start of the request path.
     pub use_regex: bool,
+    /// Clients of its TLS hosts show a certificate its CA verifies.
+    pub client_auth: Option<ClientAuth>,
     /// The path a matching request is sent on with, as HAProxy's
     /// `replace-path` format (`\1` for a capture of the path).
     pub rewrite_target: Option<String>,
+}
+
+/// What the `client-auth-*` annotations ask of an Ingress's clients.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientAuth {
+    /// The Secret (key `ca.crt`) in the Ingress's namespace.
+    pub secret: String,
+    /// `on`: a request without a certificate gets 400; `optional`: it
+    /// passes, and a certificate shown must still verify.
+    pub required: bool,
+    /// The certificate (DER, base64) in the request header `ssl-client-cert`.
+    pub pass_certificate: bool,
+    /// Where the CA is written, and its PEM, once read from the store.
+    pub ca: Option<(String, Vec<u8>)>,
 }
 
 /// What `enable-cors` and the `cors-*` annotations allow.
@@ -121,6 +138,7 @@ impl IngressFeatures {
             || self.basic_auth.is_some()
             || self.body_size.is_some()
             || self.rewrite_target.is_some()
+            || self.client_auth.is_some()
     }
 
     /// Features that hold only on routes of its TLS hosts.
@@ -185,6 +203,22 @@ impl IngressFeatures {
         };
         if !self.allow.is_empty() {
             lines.push(format!("allows only {}", networks(&self.allow)));
+        }
+        if let Some(client) = &self.client_auth {
+            lines.push(format!(
+                "client certificates {} (CA of Secret {}){}",
+                if client.required {
+                    "required"
+                } else {
+                    "optional"
+                },
+                client.secret,
+                if client.pass_certificate {
+                    ", passed on in ssl-client-cert"
+                } else {
+                    ""
+                }
+            ));
         }
         if let Some(auth) = &self.basic_auth {
             lines.push(format!(

@@ -55,6 +55,9 @@ pub(crate) struct TlsUse {
     pub hosts: BTreeSet<String>,
     /// An Ingress named the Secret without hosts: serve it for its own names.
     pub own_names: bool,
+    /// Hosts whose clients are asked for a certificate, with the CA file
+    /// (tree path) it is verified with.
+    pub client_ca: BTreeMap<String, String>,
     pub referrers: BTreeSet<ObjectRef>,
 }
 
@@ -73,6 +76,8 @@ pub(crate) struct RouteTable {
     pub regex: BTreeMap<String, Target>,
     /// One per route of an Ingress that rewrites paths.
     pub rewrites: Vec<Rewrite>,
+    /// CA files (tree path → PEM) client certificates are verified with.
+    pub ca_files: BTreeMap<String, Vec<u8>>,
 }
 
 impl Target {
@@ -154,13 +159,18 @@ pub(crate) fn route_table(
             Ok((routes, default_backend, features)) => {
                 let key = format!("{}/{}", ingress.key.namespace, ingress.key.name);
                 add_routes(&mut table, &object, routes, &key, &features, diags);
+                let client_ca = features.client_auth.as_ref().and_then(|c| c.ca.clone());
                 if features != IngressFeatures::default() {
                     table.features.insert(key, features);
                 }
                 if let Some(backend) = default_backend {
                     set_default_backend(&mut table, &object, backend, diags);
                 }
-                add_tls(&mut table, &object, ingress);
+                let client_ca_path = client_ca.as_ref().map(|(path, _)| path.clone());
+                add_tls(&mut table, &object, ingress, client_ca_path.as_ref());
+                if let Some((path, pem)) = client_ca {
+                    table.ca_files.insert(path, pem);
+                }
             }
             Err(reason) => diags.reject(&object, reason),
         }
@@ -184,6 +194,25 @@ fn served_features(
         features::effective_features(ingress, settings).map_err(|e| e.to_string())?;
     if let Some(auth) = &mut features.basic_auth {
         features::resolve_users(auth, store, &ingress.key.namespace).map_err(|e| e.to_string())?;
+    }
+    if let Some(client) = &mut features.client_auth {
+        let key = ObjectKey::new(&ingress.key.namespace, &client.secret);
+        let refuse = |why: &str| {
+            format!(
+                "annotation hawser.dev/client-auth-secret: Secret {key}: {why}; the Ingress is refused rather than served without client certificates"
+            )
+        };
+        let pem = store
+            .secret(&key)
+            .ok_or_else(|| refuse("it does not exist"))?
+            .ca_crt
+            .as_deref()
+            .ok_or_else(|| refuse("it has no key \"ca.crt\""))?;
+        let certificates = crate::tls::ca_certificates(pem).map_err(|e| refuse(&e))?;
+        client.ca = Some((
+            format!("certs/ca_{}_{}.pem", key.namespace, key.name),
+            certificates,
+        ));
     }
     for warning in ignored {
         diags.warn(object, warning);
@@ -383,7 +412,14 @@ fn set_default_backend(
     table.default_backend = Some(backend);
 }
 
-fn add_tls(table: &mut RouteTable, object: &ObjectRef, ingress: &Ingress) {
+/// The Ingress's TLS Secrets and hosts; `client_ca`: the CA file its hosts'
+/// clients are asked for a certificate by.
+fn add_tls(
+    table: &mut RouteTable,
+    object: &ObjectRef,
+    ingress: &Ingress,
+    client_ca: Option<&String>,
+) {
     for tls in &ingress.tls {
         // Without a secretName, the hosts are served with the default certificate.
         let Some(secret) = &tls.secret_name else {
@@ -394,6 +430,11 @@ fn add_tls(table: &mut RouteTable, object: &ObjectRef, ingress: &Ingress) {
             .entry(ObjectKey::new(&ingress.key.namespace, secret))
             .or_default();
         entry.hosts.extend(tls.hosts.iter().cloned());
+        if let Some(ca) = client_ca {
+            for host in &tls.hosts {
+                entry.client_ca.insert(host.clone(), ca.clone());
+            }
+        }
         entry.own_names |= tls.hosts.is_empty();
         entry.referrers.insert(object.clone());
     }

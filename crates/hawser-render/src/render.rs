@@ -163,7 +163,7 @@ impl Renderer {
                 .entry(key.clone())
                 .or_insert_with(|| referrer.clone());
         }
-        let mut ca_files = BTreeMap::new();
+        let mut ca_files = std::mem::take(&mut routes.ca_files);
         let mut backends = backends::backend_plans(store, &referenced, &mut ca_files, &mut diags);
         backends.extend(h2_backends(store, &gateway_view, &mut ca_files, &mut diags));
         backends.extend(tcp_backends(

@@ -127,6 +127,7 @@ pub(crate) fn certificates(
     let mut entries = vec![CrtListEntry {
         certificate: DEFAULT_CERT_PATH.to_string(),
         sni: Vec::new(),
+        options: Vec::new(),
     }];
     for (key, usage) in uses {
         let secret_ref = ObjectRef::new(Kind::Secret, key.clone());
@@ -148,16 +149,33 @@ pub(crate) fn certificates(
             path: path.clone(),
             source: secret_ref.to_string(),
         });
-        if !usage.hosts.is_empty() {
+        // Hosts whose clients must show a certificate get lines of their
+        // own, one per CA: `verify optional`, so the request itself can be
+        // answered 400 or 403 (see the ingress library), as ingress-nginx does.
+        let mut by_ca: BTreeMap<Option<&String>, Vec<String>> = BTreeMap::new();
+        for host in &usage.hosts {
+            by_ca
+                .entry(usage.client_ca.get(host))
+                .or_default()
+                .push(host.clone());
+        }
+        for (ca, sni) in by_ca {
+            let options = ca.map_or_else(Vec::new, |ca| {
+                ["ca-file", ca.as_str(), "verify", "optional"]
+                    .map(str::to_string)
+                    .to_vec()
+            });
             entries.push(CrtListEntry {
                 certificate: path.clone(),
-                sni: usage.hosts.iter().cloned().collect(),
+                sni,
+                options,
             });
         }
         if usage.own_names {
             entries.push(CrtListEntry {
                 certificate: path,
                 sni: Vec::new(),
+                options: Vec::new(),
             });
         }
     }

@@ -19,10 +19,20 @@ mod support;
 use support::{Served, TestCertificate, Vars, pod};
 
 async fn serve_features() -> Served {
+    serve_features_trusting(&TestCertificate::self_signed("client.example.com")).await
+}
+
+/// The fixture, with `client` the one client certificate Ingress
+/// `features/mtls` trusts.
+async fn serve_features_trusting(client: &TestCertificate) -> Served {
     let mut vars = Vars::new();
     let cert = TestCertificate::self_signed("secure.example.com");
     vars.insert("SECURE_TLS_CRT".into(), cert.cert_yaml());
     vars.insert("SECURE_TLS_KEY".into(), cert.key_yaml());
+    let mtls = TestCertificate::self_signed("mtls.example.com");
+    vars.insert("MTLS_TLS_CRT".into(), mtls.cert_yaml());
+    vars.insert("MTLS_TLS_KEY".into(), mtls.key_yaml());
+    vars.insert("CLIENTS_CA".into(), client.cert_yaml());
     support::serve_with("ingress_features", &[pod("features", "app", "app-0")], vars).await
 }
 
@@ -391,4 +401,40 @@ async fn regex_paths_and_rewrites_as_ingress_nginx_serves_them() {
         stderr.contains(r#"rejected: Ingress features/bad-regex: path regex "/a(b""#),
         "{stderr}"
     );
+}
+
+#[tokio::test]
+async fn client_certificates_are_required_verified_and_passed_on() {
+    let client = TestCertificate::self_signed("client.example.com");
+    let ingress = serve_features_trusting(&client).await;
+    let host = "mtls.example.com";
+
+    let without = ingress.get_tls(Some(host), host, "/").await;
+    assert_eq!(without.status, 400, "no certificate: {}", without.text());
+
+    let with = ingress
+        .get_tls_as(host, "/", (&client.cert_pem, &client.key_pem))
+        .await
+        .expect("a trusted client certificate is accepted");
+    assert_eq!(with.status, 200, "{}", with.text());
+    let passed = with.echo().headers.get("ssl-client-cert").cloned();
+    assert!(
+        passed.is_some_and(|values| values.len() == 1 && !values[0].is_empty()),
+        "the certificate is passed on"
+    );
+
+    // A certificate the CA did not issue: the handshake or the request fails.
+    let stranger = TestCertificate::self_signed("client.example.com");
+    match ingress
+        .get_tls_as(host, "/", (&stranger.cert_pem, &stranger.key_pem))
+        .await
+    {
+        Ok(response) => assert_ne!(response.status, 200, "{}", response.text()),
+        Err(_handshake_refused) => {}
+    }
+    // Other TLS hosts ask for no certificate.
+    let other = ingress
+        .get_tls(Some("secure.example.com"), "secure.example.com", "/")
+        .await;
+    assert_eq!(other.status, 200);
 }

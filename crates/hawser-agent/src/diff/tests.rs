@@ -60,10 +60,12 @@ fn base() -> Version {
                 CrtListEntry {
                     certificate: "certs/default.pem".to_string(),
                     sni: vec![],
+                    options: Vec::new(),
                 },
                 CrtListEntry {
                     certificate: "certs/app_a.pem".to_string(),
                     sni: vec!["a.test".to_string()],
+                    options: Vec::new(),
                 },
             ],
         }],
@@ -187,6 +189,7 @@ fn runtime_changes() {
                 crt_entries(v).push(CrtListEntry {
                     certificate: "certs/app_b.pem".into(),
                     sni: vec!["b.test".into()],
+                    options: Vec::new(),
                 });
                 v.files
                     .insert("certs/app_b.pem", FileKind::Certificate, "b1");
@@ -278,8 +281,27 @@ fn reload_changes() {
             let again = CrtListEntry {
                 certificate: "certs/app_a.pem".into(),
                 sni: vec![],
+                options: Vec::new(),
             };
             crt_entries(v).push(again);
+        }),
+        ("client certificates asked on an entry", |v| {
+            crt_entries(v)[1].options = ["ca-file", "certs/ca.pem", "verify", "optional"]
+                .map(str::to_string)
+                .to_vec();
+        }),
+        ("certificate added asking for client certificates", |v| {
+            crt_entries(v).push(CrtListEntry {
+                certificate: "certs/app_b.pem".into(),
+                sni: vec!["b.test".into()],
+                options: vec!["verify".into(), "optional".into()],
+            });
+            v.files
+                .insert("certs/app_b.pem", FileKind::Certificate, "b1");
+        }),
+        ("a CA file changed", |v| {
+            v.files
+                .insert("certs/ca_app_pods.pem", FileKind::CaFile, "ca2")
         }),
         ("DNS-named server added", |v| {
             let mut s = server("ext", "api.example.com", 443);

@@ -10,7 +10,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use hawser_model::{Kind, Object, ObjectKey, ObjectRef, Store};
-use hawser_render::features::{AUTH_SECRET_ANNOTATION, BACKEND_CA_SECRET_ANNOTATION};
+use hawser_render::features::{
+    AUTH_SECRET_ANNOTATION, BACKEND_CA_SECRET_ANNOTATION, CLIENT_AUTH_SECRET_ANNOTATION,
+};
 
 use super::watch::{Change, Item, Message};
 use super::{ClusterStatus, Scope, WatchStatus};
@@ -262,11 +264,12 @@ impl Cluster {
                         .as_ref()
                         .map(|name| ObjectKey::new(&ingress.key.namespace, name))
                 }));
-                // The users of its basic authentication.
+                // The users of its basic authentication, the CA of its
+                // client certificates.
                 referenced.extend(
-                    ingress
-                        .annotations
-                        .get(AUTH_SECRET_ANNOTATION)
+                    [AUTH_SECRET_ANNOTATION, CLIENT_AUTH_SECRET_ANNOTATION]
+                        .iter()
+                        .filter_map(|annotation| ingress.annotations.get(*annotation))
                         .map(|name| ObjectKey::new(&ingress.key.namespace, name)),
                 );
             }

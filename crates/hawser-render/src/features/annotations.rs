@@ -17,6 +17,9 @@ pub const ANNOTATION_PREFIX: &str = "hawser.dev/";
 /// The annotation naming the Secret of an Ingress's basic-auth users (a
 /// cluster source keeps that Secret's data while an Ingress names it).
 pub const AUTH_SECRET_ANNOTATION: &str = "hawser.dev/auth-secret";
+/// The annotation naming the Secret (key `ca.crt`) client certificates are
+/// verified with (kept by a cluster source like the one above).
+pub const CLIENT_AUTH_SECRET_ANNOTATION: &str = "hawser.dev/client-auth-secret";
 
 const SSL_REDIRECT: &str = "ssl-redirect";
 const SSL_REDIRECT_CODE: &str = "ssl-redirect-code";
@@ -36,6 +39,9 @@ const REQUEST_HEADERS: &str = "request-headers";
 const AUTH_TYPE: &str = "auth-type";
 const PROXY_BODY_SIZE: &str = "proxy-body-size";
 const USE_REGEX: &str = "use-regex";
+const CLIENT_AUTH_SECRET: &str = "client-auth-secret";
+const CLIENT_AUTH_VERIFY: &str = "client-auth-verify";
+const CLIENT_AUTH_PASS: &str = "client-auth-pass-certificate";
 const REWRITE_TARGET: &str = "rewrite-target";
 const AUTH_SECRET: &str = "auth-secret";
 const AUTH_REALM: &str = "auth-realm";
@@ -56,9 +62,6 @@ const NOT_YET_SERVED: &[&str] = &[
     "auth-url",
     "auth-signin",
     "auth-response-headers",
-    "client-auth-secret",
-    "client-auth-verify",
-    "client-auth-pass-certificate",
     "ssl-passthrough",
     "backend-ca-secret",
 ];
@@ -132,6 +135,9 @@ pub fn ingress_features(
             PROXY_BODY_SIZE,
             USE_REGEX,
             REWRITE_TARGET,
+            CLIENT_AUTH_SECRET,
+            CLIENT_AUTH_VERIFY,
+            CLIENT_AUTH_PASS,
         ];
         if super::BACKEND_ANNOTATIONS.contains(name) {
             return Err(AnnotationError::ServiceOnly {
@@ -255,6 +261,32 @@ pub fn ingress_features(
     let body_size = read
         .parse(PROXY_BODY_SIZE, values::body_size)?
         .unwrap_or(default_body_size);
+    let client_auth = match read.parse(CLIENT_AUTH_SECRET, super::auth::secret_name)? {
+        Some(secret) => Some(super::ClientAuth {
+            secret,
+            required: read
+                .parse(CLIENT_AUTH_VERIFY, |v| match v.trim() {
+                    "on" => Ok(true),
+                    "optional" => Ok(false),
+                    _ => Err("on or optional"),
+                })?
+                .unwrap_or(true),
+            pass_certificate: bool_of(CLIENT_AUTH_PASS)?.unwrap_or(false),
+            ca: None,
+        }),
+        None => {
+            if let Some(name) = [CLIENT_AUTH_VERIFY, CLIENT_AUTH_PASS]
+                .iter()
+                .find(|n| ours.contains_key(**n))
+            {
+                return Err(AnnotationError::Needs {
+                    annotation: format!("{ANNOTATION_PREFIX}{name}"),
+                    needs: format!("{ANNOTATION_PREFIX}{CLIENT_AUTH_SECRET}"),
+                });
+            }
+            None
+        }
+    };
     let use_regex = bool_of(USE_REGEX)?.unwrap_or(false);
     let rewrite_target = read.parse(REWRITE_TARGET, values::rewrite_target)?;
     let request_headers = read
@@ -280,6 +312,7 @@ pub fn ingress_features(
         body_size,
         use_regex,
         rewrite_target,
+        client_auth,
     })
 }
 

@@ -64,6 +64,17 @@ pub struct FeatureView {
     pub access: Vec<AccessList>,
     /// One per Ingress with basic authentication, in namespace/name order.
     pub userlists: Vec<Userlist>,
+    /// One per Ingress asking for client certificates.
+    pub client_auth: Vec<ClientAuthLines>,
+}
+
+/// The lines that judge a request's client certificate (a change reloads).
+#[derive(Debug, Clone, Serialize)]
+pub struct ClientAuthLines {
+    pub ingress: String,
+    pub ids: Vec<String>,
+    pub required: bool,
+    pub pass_certificate: bool,
 }
 
 /// The users of one Ingress's basic authentication: a `userlist` section
@@ -130,6 +141,7 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
     let mut response_headers: BTreeMap<String, Vec<MapEntry>> = BTreeMap::new();
     let mut access = Vec::new();
     let mut userlists = Vec::new();
+    let mut client_auth = Vec::new();
     let mut ip_maps = Vec::new();
     for (key, f) in features {
         let tls_id = format!("{key}:tls");
@@ -180,6 +192,14 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
             }
         }
         let file = key.replace('/', "_");
+        if let Some(client) = &f.client_auth {
+            client_auth.push(ClientAuthLines {
+                ingress: key.clone(),
+                ids: ids.clone(),
+                required: client.required,
+                pass_certificate: client.pass_certificate,
+            });
+        }
         if let Some(auth) = &f.basic_auth {
             userlists.push(Userlist {
                 name: format!("ul_{file}"),
@@ -271,6 +291,7 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
         response_headers,
         access,
         userlists,
+        client_auth,
     };
     (maps, view)
 }

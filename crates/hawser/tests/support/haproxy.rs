@@ -131,6 +131,17 @@ impl Haproxy {
             .unwrap_or_else(|e| panic!("GET https://{host}{target} (SNI {sni:?}): {e}"))
     }
 
+    /// `GET https://<host><target>` with SNI `host`, showing the client
+    /// certificate `(cert_pem, key_pem)`; `Err` when the handshake fails.
+    pub async fn get_tls_as(
+        &self,
+        host: &str,
+        target: &str,
+        client: (&str, &str),
+    ) -> Result<Response, String> {
+        http::https1_get_as(self.https, host, host, target, client).await
+    }
+
     /// `GET https://<authority><path>` over HTTP/2 (ALPN h2), SNI `authority`.
     pub async fn get_h2(&self, authority: &str, path: &str) -> Response {
         http::h2_get(self.https, authority, authority, path)

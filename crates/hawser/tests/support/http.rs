@@ -129,7 +129,24 @@ pub async fn https1_get(
     target: &str,
 ) -> Result<Response, String> {
     bounded(async {
-        let (stream, tls) = tls_connect(addr, sni, &[b"http/1.1"]).await?;
+        let (stream, tls) = tls_connect(addr, sni, &[b"http/1.1"], None).await?;
+        let mut response = exchange(stream, host, target).await?;
+        response.tls = Some(tls);
+        Ok(response)
+    })
+    .await
+}
+
+/// [`https1_get`], showing the client certificate `(cert_pem, key_pem)`.
+pub async fn https1_get_as(
+    addr: SocketAddr,
+    sni: &str,
+    host: &str,
+    target: &str,
+    client: (&str, &str),
+) -> Result<Response, String> {
+    bounded(async {
+        let (stream, tls) = tls_connect(addr, Some(sni), &[b"http/1.1"], Some(client)).await?;
         let mut response = exchange(stream, host, target).await?;
         response.tls = Some(tls);
         Ok(response)
@@ -145,7 +162,7 @@ pub async fn h2_get(
     path: &str,
 ) -> Result<Response, String> {
     bounded(async {
-        let (stream, tls) = tls_connect(addr, Some(sni), &[b"h2"]).await?;
+        let (stream, tls) = tls_connect(addr, Some(sni), &[b"h2"], None).await?;
         let request = hyper::Request::get(format!("https://{authority}{path}"))
             .body(Empty::<Bytes>::new())
             .map_err(|e| format!("request: {e}"))?;
@@ -319,14 +336,29 @@ async fn tls_connect(
     addr: SocketAddr,
     sni: Option<&str>,
     alpn: &[&[u8]],
+    client: Option<(&str, &str)>,
 ) -> Result<(TlsStream<TcpStream>, TlsInfo), String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ClientConfig::builder_with_provider(Arc::clone(&provider))
+    let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
         .map_err(|e| format!("TLS config: {e}"))?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)))
-        .with_no_client_auth();
+        .with_custom_certificate_verifier(Arc::new(AnyCertificate(provider)));
+    let mut config = match client {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => {
+            use rustls::pki_types::PrivateKeyDer;
+            use rustls::pki_types::pem::PemObject as _;
+            let chain = CertificateDer::pem_slice_iter(cert.as_bytes())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("client certificate: {e}"))?;
+            let key = PrivateKeyDer::from_pem_slice(key.as_bytes())
+                .map_err(|e| format!("client key: {e}"))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| format!("client certificate: {e}"))?
+        }
+    };
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     // rustls sends no SNI for an IP address: the way to ask without one.
     let server_name = match sni {
