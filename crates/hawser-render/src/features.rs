@@ -80,6 +80,8 @@ pub struct IngressFeatures {
     pub use_regex: bool,
     /// Clients of its TLS hosts show a certificate its CA verifies.
     pub client_auth: Option<ClientAuth>,
+    /// Its TLS hosts' connections go whole to the backend, by SNI.
+    pub ssl_passthrough: bool,
     /// The path a matching request is sent on with, as HAProxy's
     /// `replace-path` format (`\1` for a capture of the path).
     pub rewrite_target: Option<String>,
@@ -246,6 +248,9 @@ impl IngressFeatures {
                 "every request redirected ({}) to {}",
                 redirect.code, redirect.location
             ));
+        }
+        if self.ssl_passthrough {
+            lines.push("TLS hosts passed through to the backend by SNI".to_string());
         }
         if self.use_regex {
             lines.push("paths are regular expressions".to_string());

@@ -44,7 +44,7 @@ pub(crate) use self::grpc::method_regex;
 pub(crate) use self::map_routes::GATEWAY_MAP_PATH;
 use self::map_routes::GatewayMap;
 pub(crate) use self::mirror::{LUA_PATH, MIRROR_LUA, MirrorView};
-pub(crate) use self::stream::{REFUSED_BACKEND, StreamFrontendView, TCP_SUFFIX};
+pub(crate) use self::stream::{Passthrough, REFUSED_BACKEND, StreamFrontendView, TCP_SUFFIX};
 use crate::backends::BackendKey;
 use crate::config::Settings;
 use crate::gateway::{
@@ -282,6 +282,7 @@ fn own_port(listener: &ListenerEntry) -> Option<u16> {
 /// would make HAProxy refuse the whole configuration.
 pub(crate) fn gateway_view(
     table: &GatewayTable,
+    passthrough: &[Passthrough],
     settings: &Settings,
     diags: &mut Diagnostics,
 ) -> GatewayView {
@@ -362,7 +363,7 @@ pub(crate) fn gateway_view(
             }
         }
     }
-    let streams = stream::stream_frontends(&table.gateways, settings, &mut own, diags);
+    let streams = stream::stream_frontends(&table.gateways, passthrough, settings, &mut own, diags);
     view.refused_backend = REFUSED_BACKEND;
     view.streams = streams.frontends;
     view.https_socket = streams.https_socket;

@@ -78,6 +78,8 @@ pub(crate) struct RouteTable {
     pub rewrites: Vec<Rewrite>,
     /// CA files (tree path → PEM) client certificates are verified with.
     pub ca_files: BTreeMap<String, Vec<u8>>,
+    /// TLS hosts passed through whole (`ssl-passthrough`), by SNI.
+    pub passthrough: Vec<Passthrough>,
 }
 
 impl Target {
@@ -158,6 +160,9 @@ pub(crate) fn route_table(
         match served {
             Ok((routes, default_backend, features)) => {
                 let key = format!("{}/{}", ingress.key.namespace, ingress.key.name);
+                if features.ssl_passthrough {
+                    add_passthrough(&mut table, ingress, &routes, &object, diags);
+                }
                 add_routes(&mut table, &object, routes, &key, &features, diags);
                 let client_ca = features.client_auth.as_ref().and_then(|c| c.ca.clone());
                 if features != IngressFeatures::default() {
@@ -412,6 +417,41 @@ fn set_default_backend(
     table.default_backend = Some(backend);
 }
 
+/// Each TLS host of a passthrough Ingress goes whole, by SNI, to the backend
+/// of its rule's first path (ingress-nginx's rule); the first Ingress to
+/// claim a host keeps it.
+fn add_passthrough(
+    table: &mut RouteTable,
+    ingress: &Ingress,
+    routes: &[Route],
+    object: &ObjectRef,
+    diags: &mut Diagnostics,
+) {
+    for route in routes.iter().filter(|r| r.tls_host) {
+        if table.passthrough.iter().any(|p| p.host == route.host) {
+            if !table
+                .passthrough
+                .iter()
+                .any(|p| p.host == route.host && p.ingress == ingress.key)
+            {
+                diags.warn(
+                    object,
+                    format!(
+                        "host {:?} is passed through by an older Ingress already",
+                        route.host
+                    ),
+                );
+            }
+            continue;
+        }
+        table.passthrough.push(Passthrough {
+            ingress: ingress.key.clone(),
+            host: route.host.clone(),
+            backend: route.backend.clone(),
+        });
+    }
+}
+
 /// The Ingress's TLS Secrets and hosts; `client_ca`: the CA file its hosts'
 /// clients are asked for a certificate by.
 fn add_tls(
@@ -445,3 +485,5 @@ mod regex;
 mod tests;
 
 pub(crate) use regex::Rewrite;
+
+use crate::gateway_frontends::Passthrough;

@@ -152,8 +152,12 @@ impl Renderer {
         let mut routes = ingress::route_table(store, settings, &mut diags);
         let (gateway_table, mut gateway_status) =
             gateway::gateway_table(store, &settings.gateway_controller, &mut diags);
-        let mut gateway_view =
-            gateway_frontends::gateway_view(&gateway_table, settings, &mut diags);
+        let mut gateway_view = gateway_frontends::gateway_view(
+            &gateway_table,
+            &routes.passthrough,
+            settings,
+            &mut diags,
+        );
         for unserved in &gateway_view.unserved {
             gateway_status.mark_unserved(&unserved.gateway, &unserved.listener, &unserved.message);
         }

@@ -33,7 +33,12 @@ async fn serve_features_trusting(client: &TestCertificate) -> Served {
     vars.insert("MTLS_TLS_CRT".into(), mtls.cert_yaml());
     vars.insert("MTLS_TLS_KEY".into(), mtls.key_yaml());
     vars.insert("CLIENTS_CA".into(), client.cert_yaml());
-    support::serve_with("ingress_features", &[pod("features", "app", "app-0")], vars).await
+    let pods = [
+        pod("features", "app", "app-0"),
+        pod("features", "tlsapp", "tlsapp-0")
+            .with_tls(&TestCertificate::self_signed("pass.example.com")),
+    ];
+    support::serve_with("ingress_features", &pods, vars).await
 }
 
 #[tokio::test]
@@ -437,4 +442,32 @@ async fn client_certificates_are_required_verified_and_passed_on() {
         .get_tls(Some("secure.example.com"), "secure.example.com", "/")
         .await;
     assert_eq!(other.status, 200);
+}
+
+/// `ssl-passthrough`: the pod's own certificate answers for the host, and
+/// its TLS carries the request; other TLS hosts still end at HAProxy.
+#[tokio::test]
+async fn a_passthrough_host_reaches_the_pod_with_its_own_tls() {
+    let ingress = serve_features().await;
+    let through = ingress
+        .get_tls(Some("pass.example.com"), "pass.example.com", "/inside")
+        .await;
+    assert_eq!(
+        through.tls().subject_cn.as_deref(),
+        Some("pass.example.com"),
+        "the pod's certificate"
+    );
+    assert_eq!(through.status, 200, "{}", through.text());
+    let reply = through.echo();
+    assert_eq!(reply.service, "tlsapp");
+    assert_eq!(reply.path, "/inside");
+
+    let terminated = ingress
+        .get_tls(Some("secure.example.com"), "secure.example.com", "/")
+        .await;
+    assert_eq!(
+        terminated.tls().subject_cn.as_deref(),
+        Some("secure.example.com")
+    );
+    assert_eq!(terminated.echo().service, "app");
 }

@@ -39,6 +39,7 @@ const REQUEST_HEADERS: &str = "request-headers";
 const AUTH_TYPE: &str = "auth-type";
 const PROXY_BODY_SIZE: &str = "proxy-body-size";
 const USE_REGEX: &str = "use-regex";
+const SSL_PASSTHROUGH: &str = "ssl-passthrough";
 const CLIENT_AUTH_SECRET: &str = "client-auth-secret";
 const CLIENT_AUTH_VERIFY: &str = "client-auth-verify";
 const CLIENT_AUTH_PASS: &str = "client-auth-pass-certificate";
@@ -62,7 +63,6 @@ const NOT_YET_SERVED: &[&str] = &[
     "auth-url",
     "auth-signin",
     "auth-response-headers",
-    "ssl-passthrough",
     "backend-ca-secret",
 ];
 
@@ -138,6 +138,7 @@ pub fn ingress_features(
             CLIENT_AUTH_SECRET,
             CLIENT_AUTH_VERIFY,
             CLIENT_AUTH_PASS,
+            SSL_PASSTHROUGH,
         ];
         if super::BACKEND_ANNOTATIONS.contains(name) {
             return Err(AnnotationError::ServiceOnly {
@@ -288,6 +289,7 @@ pub fn ingress_features(
         }
     };
     let use_regex = bool_of(USE_REGEX)?.unwrap_or(false);
+    let ssl_passthrough = bool_of(SSL_PASSTHROUGH)?.unwrap_or(false);
     let rewrite_target = read.parse(REWRITE_TARGET, values::rewrite_target)?;
     let request_headers = read
         .parse(REQUEST_HEADERS, values::header_lines)?
@@ -313,6 +315,7 @@ pub fn ingress_features(
         use_regex,
         rewrite_target,
         client_auth,
+        ssl_passthrough,
     })
 }
 

@@ -71,6 +71,15 @@ pub(crate) struct StreamRuleView {
     pub backends: Vec<BackendChoice>,
 }
 
+/// A TLS host an Ingress passes through (`hawser.dev/ssl-passthrough`):
+/// connections whose SNI name is `host` go to `backend` whole.
+#[derive(Debug, Clone)]
+pub(crate) struct Passthrough {
+    pub ingress: hawser_model::ObjectKey,
+    pub host: String,
+    pub backend: BackendKey,
+}
+
 /// What [`stream_frontends`] adds to the view besides the frontends.
 #[derive(Debug, Default)]
 pub(crate) struct Streams {
@@ -96,6 +105,7 @@ struct Ranked {
 /// served, with a warning.
 pub(crate) fn stream_frontends(
     gateways: &[GatewayEntry],
+    passthrough: &[Passthrough],
     settings: &Settings,
     own: &mut BTreeMap<u16, FrontendView>,
     diags: &mut Diagnostics,
@@ -103,6 +113,40 @@ pub(crate) fn stream_frontends(
     let mut streams = Streams::default();
     let mut by_port: BTreeMap<u16, (StreamFrontendView, Vec<Ranked>)> = BTreeMap::new();
     let mut next_id = 0usize;
+    // Ingress TLS hosts passed through: SNI rules on the HTTPS port, as a
+    // TLS listener on 443 makes them.
+    for entry in passthrough {
+        let port = settings.https_port;
+        let (_, rules) = by_port.entry(port).or_insert_with(|| {
+            let frontend = StreamFrontendView {
+                name: format!("gw_tls_{port}"),
+                port,
+                sni: true,
+                rules: Vec::new(),
+                terminate: None,
+            };
+            (frontend, Vec::new())
+        });
+        next_id += 1;
+        let conditions: Vec<Condition> = sni_condition(Some(&entry.host)).into_iter().collect();
+        let rule = StreamRuleView {
+            id: format!("s{next_id}"),
+            source: format!("Ingress {} (ssl-passthrough)", entry.ingress),
+            pick: None,
+            backends: vec![BackendChoice {
+                backend: format!("{}{TCP_SUFFIX}", entry.backend.name()),
+                when: conditions,
+            }],
+        };
+        streams
+            .tcp_backends
+            .entry(entry.backend.clone())
+            .or_insert_with(|| ObjectRef::new(Kind::Ingress, entry.ingress.clone()));
+        rules.push(Ranked {
+            rank: host_rank(Some(&entry.host)),
+            rule,
+        });
+    }
     for gateway in gateways {
         for listener in &gateway.listeners {
             let sni = match listener.protocol {

@@ -185,7 +185,7 @@ fn a_listener_on_a_port_already_bound_is_not_served() {
         ..Settings::default()
     };
     let mut diags = Diagnostics::default();
-    let view = gateway_view(&table, &settings, &mut diags);
+    let view = gateway_view(&table, &[], &settings, &mut diags);
     let ports: Vec<u16> = view.frontends.iter().map(|f| f.port).collect();
     assert_eq!(ports, [8080]);
     let warnings = diags.finish();

@@ -57,7 +57,7 @@ fn streams(
     own: &mut BTreeMap<u16, FrontendView>,
 ) -> (Streams, Vec<String>) {
     let mut diags = Diagnostics::default();
-    let streams = stream_frontends(gateways, &settings(), own, &mut diags);
+    let streams = stream_frontends(gateways, &[], &settings(), own, &mut diags);
     let warnings = diags.finish().into_iter().map(|d| d.message).collect();
     (streams, warnings)
 }
