@@ -10,10 +10,12 @@
 //!
 //! A route of an Ingress with features carries a feature-set id in its
 //! routes-map value (`<backend>@<namespace>/<name>`, or `…:tls` for routes
-//! whose host is one of the Ingress's TLS hosts). Every feature value lives
-//! in a map keyed by that id (or, for source ranges, in a map of its own),
-//! so changing a value is a runtime map change; only a new access list adds
-//! a line to haproxy.cfg. `docs/annotations.md` lists which changes reload.
+//! whose host is one of the Ingress's TLS hosts; then `@<index>` when the
+//! Ingress rewrites paths). Every feature value lives in a map keyed by that
+//! id (or, for source ranges, in a map of its own), so changing a value is a
+//! runtime map change; access lists, basic auth, client certificates,
+//! rewrites and passthrough hosts are lines or sections of haproxy.cfg.
+//! `docs/annotations.md` lists which changes reload.
 
 mod annotations;
 mod auth;
