@@ -32,13 +32,31 @@ pub struct BackendKey {
     pub namespace: String,
     pub service: String,
     pub port: ServicePortRef,
+    /// Backend annotations of the Ingress routing here (over the Service's
+    /// own): Ingresses asking different settings of one Service port each
+    /// get a backend of their own.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub overrides: BTreeMap<String, String>,
 }
 
 impl BackendKey {
     /// The HAProxy backend name; unambiguous, since namespaces, names and
     /// port names hold no `_`.
     pub fn name(&self) -> String {
-        format!("be_{}_{}_{}", self.namespace, self.service, self.port)
+        let base = format!("be_{}_{}_{}", self.namespace, self.service, self.port);
+        if self.overrides.is_empty() {
+            return base;
+        }
+        // A stable short name for the set of settings.
+        let mut hash = <sha2::Sha256 as sha2::Digest>::new();
+        for (key, value) in &self.overrides {
+            sha2::Digest::update(&mut hash, key.as_bytes());
+            sha2::Digest::update(&mut hash, b"\0");
+            sha2::Digest::update(&mut hash, value.as_bytes());
+            sha2::Digest::update(&mut hash, b"\0");
+        }
+        let digest = hex::encode(sha2::Digest::finalize(hash));
+        format!("{base}_v{}", &digest[..8])
     }
 
     pub fn validate(&self) -> Result<(), String> {
@@ -66,8 +84,13 @@ impl BackendKey {
     }
 
     fn describe(&self) -> String {
+        let with = if self.overrides.is_empty() {
+            ""
+        } else {
+            " with an Ingress's backend settings"
+        };
         format!(
-            "Service {}/{} port {}",
+            "Service {}/{} port {}{with}",
             self.namespace, self.service, self.port
         )
     }
@@ -80,14 +103,19 @@ struct ServiceSettings {
     features: BackendFeatures,
 }
 
-fn service_settings(service: &Service) -> Result<ServiceSettings, String> {
+fn service_settings(
+    service: &Service,
+    overrides: &BTreeMap<String, String>,
+) -> Result<ServiceSettings, String> {
     let mut settings = ServiceSettings {
         balance: "roundrobin".to_string(),
         timeout_server: None,
         features: BackendFeatures::default(),
     };
     let mut backend = BTreeMap::new();
-    for (key, value) in &service.annotations {
+    let mut annotations = service.annotations.clone();
+    annotations.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
+    for (key, value) in &annotations {
         match key.as_str() {
             BALANCE_ANNOTATION => {
                 if !BALANCE_ALGORITHMS.contains(&value.as_str()) {
@@ -174,7 +202,7 @@ pub(crate) fn backend_plans(
                 return plan;
             };
             let service_ref = ObjectRef::new(Kind::Service, service_key);
-            let settings = match service_settings(service)
+            let settings = match service_settings(service, &key.overrides)
                 .and_then(|settings| with_ca_file(settings, store, &service.key, ca_files))
             {
                 Ok(settings) => settings,
@@ -302,6 +330,7 @@ mod tests {
             namespace: "app".to_string(),
             service: "web".to_string(),
             port: ServicePortRef::Number(80),
+            overrides: BTreeMap::new(),
         };
         let plan = BackendPlan {
             name: key.name(),

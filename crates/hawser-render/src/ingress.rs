@@ -233,6 +233,16 @@ fn validated_routes(
     let namespace = &ingress.key.namespace;
     validate::label_name("namespace", namespace)?; // it names TLS files even without routes
     let mut routes = Vec::new();
+    // Its backend annotations make backends of its own (see BackendKey).
+    let overrides: BTreeMap<String, String> = ingress
+        .annotations
+        .iter()
+        .filter(|(k, _)| {
+            k.strip_prefix(features::ANNOTATION_PREFIX)
+                .is_some_and(|name| features::BACKEND_ANNOTATIONS.contains(&name))
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     let tls_hosts: Vec<String> = ingress
         .tls
         .iter()
@@ -264,7 +274,7 @@ fn validated_routes(
                 host,
                 path,
                 path_type: p.path_type,
-                backend: backend_key(namespace, &p.backend)?,
+                backend: backend_key(namespace, &p.backend, &overrides)?,
                 regex: use_regex,
             });
         }
@@ -280,18 +290,23 @@ fn validated_routes(
     let default_backend = ingress
         .default_backend
         .as_ref()
-        .map(|b| backend_key(namespace, b).map_err(|e| format!("defaultBackend: {e}")))
+        .map(|b| backend_key(namespace, b, &overrides).map_err(|e| format!("defaultBackend: {e}")))
         .transpose()?;
     Ok((routes, default_backend))
 }
 
-fn backend_key(namespace: &str, backend: &IngressBackend) -> Result<BackendKey, String> {
+fn backend_key(
+    namespace: &str,
+    backend: &IngressBackend,
+    overrides: &BTreeMap<String, String>,
+) -> Result<BackendKey, String> {
     match backend {
         IngressBackend::Service { name, port } => {
             let key = BackendKey {
                 namespace: namespace.to_string(),
                 service: name.clone(),
                 port: port.clone(),
+                overrides: overrides.clone(),
             };
             key.validate()?;
             Ok(key)

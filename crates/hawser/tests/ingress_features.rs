@@ -471,3 +471,31 @@ async fn a_passthrough_host_reaches_the_pod_with_its_own_tls() {
     );
     assert_eq!(terminated.echo().service, "app");
 }
+
+/// Backend annotations on an Ingress give it a backend of its own: the same
+/// Service port is spoken to over TLS for one Ingress and not for another.
+#[tokio::test]
+async fn an_ingress_asking_other_backend_settings_gets_its_own_backend() {
+    let ingress = serve_features().await;
+    let reply = ingress
+        .expect_routed_to("upstream-tls.example.com", "/", "tlsapp")
+        .await;
+    assert_eq!(reply.path, "/");
+    let plain = ingress.get("upstream-plain.example.com", "/").await;
+    assert_ne!(
+        plain.status,
+        200,
+        "plain HTTP to a TLS pod: {}",
+        plain.text()
+    );
+    let config = ingress.config();
+    let backends: Vec<&str> = config
+        .lines()
+        .filter(|l| l.starts_with("backend be_features_tlsapp_443") && !l.contains("_tcp"))
+        .collect();
+    assert_eq!(
+        backends.len(),
+        2,
+        "the Service's backend and the Ingress's own: {backends:?}"
+    );
+}

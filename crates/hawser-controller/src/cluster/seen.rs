@@ -267,10 +267,14 @@ impl Cluster {
                 // The users of its basic authentication, the CA of its
                 // client certificates.
                 referenced.extend(
-                    [AUTH_SECRET_ANNOTATION, CLIENT_AUTH_SECRET_ANNOTATION]
-                        .iter()
-                        .filter_map(|annotation| ingress.annotations.get(*annotation))
-                        .map(|name| ObjectKey::new(&ingress.key.namespace, name)),
+                    [
+                        AUTH_SECRET_ANNOTATION,
+                        CLIENT_AUTH_SECRET_ANNOTATION,
+                        BACKEND_CA_SECRET_ANNOTATION,
+                    ]
+                    .iter()
+                    .filter_map(|annotation| ingress.annotations.get(*annotation))
+                    .map(|name| ObjectKey::new(&ingress.key.namespace, name)),
                 );
             }
         }

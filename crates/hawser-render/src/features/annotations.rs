@@ -83,10 +83,6 @@ pub enum AnnotationError {
         "annotation {annotation} is not served by this version of hawser; the Ingress is refused rather than served without it"
     )]
     NotYetServed { annotation: String },
-    #[error(
-        "annotation {annotation} is served on Services in this version; set it on the Service, or the Ingress is refused rather than served without it"
-    )]
-    ServiceOnly { annotation: String },
     #[error("annotations {first} and {second} cannot both be set")]
     Conflict { first: String, second: String },
     #[error(
@@ -140,17 +136,15 @@ pub fn ingress_features(
             CLIENT_AUTH_PASS,
             SSL_PASSTHROUGH,
         ];
-        if super::BACKEND_ANNOTATIONS.contains(name) {
-            return Err(AnnotationError::ServiceOnly {
-                annotation: format!("{ANNOTATION_PREFIX}{name}"),
-            });
-        }
         if NOT_YET_SERVED.contains(name) {
             return Err(AnnotationError::NotYetServed {
                 annotation: format!("{ANNOTATION_PREFIX}{name}"),
             });
         }
-        if !known.contains(name) && !CORS.contains(name) {
+        if !known.contains(name)
+            && !CORS.contains(name)
+            && !super::BACKEND_ANNOTATIONS.contains(name)
+        {
             return Err(AnnotationError::Unknown {
                 annotation: format!("{ANNOTATION_PREFIX}{name}"),
             });
@@ -224,6 +218,14 @@ pub fn ingress_features(
     };
     let connection_limit = read.parse(LIMIT_CONNECTIONS, |v| values::count(v, 1, 100_000))?;
     let cors = super::cors::cors(&ours, &read)?;
+    // Backend annotations on an Ingress: checked here, applied to its own
+    // backends (see `BackendKey::overrides`).
+    let backend: BTreeMap<&str, &str> = ours
+        .iter()
+        .filter(|(name, _)| super::BACKEND_ANNOTATIONS.contains(name))
+        .map(|(k, v)| (*k, *v))
+        .collect();
+    super::backend_features(&backend)?;
     let basic_auth = match read.parse(AUTH_TYPE, |v| {
         (v.trim() == "basic")
             .then_some(())

@@ -250,17 +250,22 @@ fn each_header_name_has_a_map_of_its_values() {
 }
 
 #[test]
-fn backend_annotations_on_an_ingress_say_where_they_belong() {
+fn backend_annotations_on_an_ingress_are_checked_there() {
+    assert!(
+        ingress_features(
+            &annotations(&[("backend-protocol", "HTTPS")]),
+            &Settings::default()
+        )
+        .is_ok()
+    );
     let error = ingress_features(
-        &annotations(&[("backend-protocol", "HTTPS")]),
+        &annotations(&[("backend-protocol", "FTP")]),
         &Settings::default(),
     )
     .unwrap_err()
     .to_string();
     assert!(
-        error.starts_with(
-            "annotation hawser.dev/backend-protocol is served on Services in this version"
-        ),
+        error.starts_with("annotation hawser.dev/backend-protocol: \"FTP\""),
         "{error}"
     );
 }

@@ -77,6 +77,7 @@ impl Resolver<'_> {
             namespace: namespace.to_string(),
             service: backend.name.clone(),
             port: ServicePortRef::Number(port),
+            overrides: std::collections::BTreeMap::new(),
         };
         key.validate()
             .map_err(|reason| unresolved("BackendNotFound", reason))?;

@@ -181,6 +181,7 @@ impl WeightedBackend {
             namespace: "app".to_string(),
             service: service.to_string(),
             port: hawser_model::ServicePortRef::Number(port),
+            overrides: BTreeMap::new(),
         };
         WeightedBackend {
             target: BackendTarget::Service {

@@ -12,6 +12,7 @@ fn mirror(service: &str, numerator: u32, denominator: u32) -> FilterEntry {
         namespace: "app".to_string(),
         service: service.to_string(),
         port: ServicePortRef::Number(80),
+        overrides: std::collections::BTreeMap::new(),
     };
     FilterEntry::RequestMirror(MirrorEntry {
         backend: key.name(),
