@@ -31,7 +31,7 @@ pub use annotations::{
     ANNOTATION_PREFIX, AUTH_SECRET_ANNOTATION, AnnotationError, CLIENT_AUTH_SECRET_ANNOTATION,
     ingress_features,
 };
-pub use auth::{BasicAuth, resolve_users};
+pub use auth::{BasicAuth, resolve_client_ca, resolve_users};
 pub use backend::{
     BACKEND_ANNOTATIONS, BACKEND_CA_SECRET_ANNOTATION, BackendFeatures, BackendProtocol,
     backend_features,

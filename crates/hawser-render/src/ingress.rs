@@ -183,48 +183,6 @@ pub(crate) fn route_table(
     table
 }
 
-/// The features an Ingress's annotations ask for; `Err` refuses it (a bad
-/// `hawser.dev/` value, or another dialect's annotation that must not be
-/// served without). Ignored foreign annotations are reported as warnings.
-fn served_features(
-    ingress: &Ingress,
-    store: &Store,
-    settings: &Settings,
-    object: &ObjectRef,
-    diags: &mut Diagnostics,
-) -> Result<IngressFeatures, String> {
-    let ignored =
-        features::foreign_annotations(&ingress.annotations, settings.foreign_annotations)?;
-    let mut features =
-        features::effective_features(ingress, settings).map_err(|e| e.to_string())?;
-    if let Some(auth) = &mut features.basic_auth {
-        features::resolve_users(auth, store, &ingress.key.namespace).map_err(|e| e.to_string())?;
-    }
-    if let Some(client) = &mut features.client_auth {
-        let key = ObjectKey::new(&ingress.key.namespace, &client.secret);
-        let refuse = |why: &str| {
-            format!(
-                "annotation hawser.dev/client-auth-secret: Secret {key}: {why}; the Ingress is refused rather than served without client certificates"
-            )
-        };
-        let pem = store
-            .secret(&key)
-            .ok_or_else(|| refuse("it does not exist"))?
-            .ca_crt
-            .as_deref()
-            .ok_or_else(|| refuse("it has no key \"ca.crt\""))?;
-        let certificates = crate::tls::ca_certificates(pem).map_err(|e| refuse(&e))?;
-        client.ca = Some((
-            format!("certs/ca_{}_{}.pem", key.namespace, key.name),
-            certificates,
-        ));
-    }
-    for warning in ignored {
-        diags.warn(object, warning);
-    }
-    Ok(features)
-}
-
 /// Checks every host, path and backend of an Ingress; one bad value rejects it whole.
 fn validated_routes(
     ingress: &Ingress,
@@ -432,41 +390,6 @@ fn set_default_backend(
     table.default_backend = Some(backend);
 }
 
-/// Each TLS host of a passthrough Ingress goes whole, by SNI, to the backend
-/// of its rule's first path (ingress-nginx's rule); the first Ingress to
-/// claim a host keeps it.
-fn add_passthrough(
-    table: &mut RouteTable,
-    ingress: &Ingress,
-    routes: &[Route],
-    object: &ObjectRef,
-    diags: &mut Diagnostics,
-) {
-    for route in routes.iter().filter(|r| r.tls_host) {
-        if table.passthrough.iter().any(|p| p.host == route.host) {
-            if !table
-                .passthrough
-                .iter()
-                .any(|p| p.host == route.host && p.ingress == ingress.key)
-            {
-                diags.warn(
-                    object,
-                    format!(
-                        "host {:?} is passed through by an older Ingress already",
-                        route.host
-                    ),
-                );
-            }
-            continue;
-        }
-        table.passthrough.push(Passthrough {
-            ingress: ingress.key.clone(),
-            host: route.host.clone(),
-            backend: route.backend.clone(),
-        });
-    }
-}
-
 /// The Ingress's TLS Secrets and hosts; `client_ca`: the CA file its hosts'
 /// clients are asked for a certificate by.
 fn add_tls(
@@ -496,9 +419,11 @@ fn add_tls(
 }
 
 mod regex;
+mod served;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use regex::Rewrite;
+use served::{add_passthrough, served_features};
 
 use crate::gateway_frontends::Passthrough;

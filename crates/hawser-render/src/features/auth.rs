@@ -1,4 +1,6 @@
-//! Basic authentication: `auth-type: basic`, the users of an htpasswd
+//! Authentication the render resolves from Secrets: the CA of client
+//! certificates ([`resolve_client_ca`]), and basic authentication:
+//! `auth-type: basic`, the users of an htpasswd
 //! Secret (`auth-secret`, key `auth`) and the realm (`auth-realm`).
 //!
 //! Each line of the Secret is `user:hash`, the hash one crypt(3) reads:
@@ -97,6 +99,33 @@ pub fn resolve_users(
         return Err(refuse("its key \"auth\" names no user".to_string()));
     }
     auth.users = users;
+    Ok(())
+}
+
+/// Reads the CA client certificates are verified with (`client-auth-secret`,
+/// key `ca.crt`) from the Secret in `namespace`; `Err` names the Secret.
+pub fn resolve_client_ca(
+    client: &mut super::ClientAuth,
+    store: &Store,
+    namespace: &str,
+) -> Result<(), AnnotationError> {
+    let key = ObjectKey::new(namespace, &client.secret);
+    let refuse = |why: String| AnnotationError::Secret {
+        annotation: super::CLIENT_AUTH_SECRET_ANNOTATION.to_string(),
+        secret: key.to_string(),
+        why,
+    };
+    let pem = store
+        .secret(&key)
+        .ok_or_else(|| refuse("it does not exist".to_string()))?
+        .ca_crt
+        .as_deref()
+        .ok_or_else(|| refuse("it has no key \"ca.crt\"".to_string()))?;
+    let certificates = crate::tls::ca_certificates(pem).map_err(refuse)?;
+    client.ca = Some((
+        format!("certs/ca_{}_{}.pem", key.namespace, key.name),
+        certificates,
+    ));
     Ok(())
 }
 
