@@ -266,6 +266,19 @@ impl RenderConfig {
             .map_err(|e| invalid("hardStopAfter", e.into()))?;
         if !s.proxy_protocol.trusted_sources.is_empty() {
             let list = s.proxy_protocol.trusted_sources.join(",");
+            // Written into haproxy.cfg as they are: one network each, no
+            // whitespace or separator around it.
+            if let Some(odd) = s
+                .proxy_protocol
+                .trusted_sources
+                .iter()
+                .find(|n| n.is_empty() || n.contains(|c: char| c.is_whitespace() || c == ','))
+            {
+                return Err(invalid(
+                    "proxyProtocol.trustedSources",
+                    format!("{odd:?} is not one network (10.0.0.0/8, 2001:db8::/32)"),
+                ));
+            }
             crate::features::cidr_list(&list).map_err(|expected| {
                 invalid(
                     "proxyProtocol.trustedSources",

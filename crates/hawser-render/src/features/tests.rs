@@ -289,3 +289,26 @@ fn body_sizes_read_as_ingress_nginx_writes_them() {
     let features = ingress_features(&annotations(&[("proxy-body-size", "0")]), &settings).unwrap();
     assert_eq!(features.body_size, None, "0 lifts it");
 }
+
+#[test]
+fn trusted_sources_are_networks_written_as_given() {
+    use crate::config::RenderConfig;
+    let config = |sources: &[&str]| RenderConfig {
+        settings: Settings {
+            proxy_protocol: crate::config::ProxyProtocol {
+                trusted_sources: sources.iter().map(|s| s.to_string()).collect(),
+            },
+            ..Settings::default()
+        },
+        ..RenderConfig::default()
+    };
+    assert!(config(&["10.0.0.0/8", "2001:db8::/32"]).validate().is_ok());
+    for bad in [
+        &["10.0.0.0/8\n"][..],
+        &["10.0.0.0/8 }"],
+        &["10.0.0.0/8,10.1.0.0/16"],
+        &["x"],
+    ] {
+        assert!(config(bad).validate().is_err(), "{bad:?}");
+    }
+}
