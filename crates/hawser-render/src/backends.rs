@@ -154,21 +154,13 @@ fn with_ca_file(
         return Ok(settings);
     };
     let key = ObjectKey::new(&service.namespace, name.as_str());
-    let refuse = |why: &str| {
+    let (file, certificates) = crate::tls::ca_file(store, &key).map_err(|why| {
         format!(
             "annotation {BACKEND_CA_SECRET_ANNOTATION}: Secret {key}: {why}; the pods are not spoken to unverified"
         )
-    };
-    let secret = store
-        .secret(&key)
-        .ok_or_else(|| refuse("it does not exist"))?;
-    let pem = secret
-        .ca_crt
-        .as_deref()
-        .ok_or_else(|| refuse("it has no key \"ca.crt\""))?;
-    let certificates = crate::tls::ca_certificates(pem).map_err(|e| refuse(&e))?;
-    *path = format!("certs/ca_{}_{}.pem", key.namespace, key.name);
-    ca_files.insert(path.clone(), certificates);
+    })?;
+    *path = file.clone();
+    ca_files.insert(file, certificates);
     Ok(settings)
 }
 

@@ -31,7 +31,7 @@ pub use annotations::{
     ANNOTATION_PREFIX, AUTH_SECRET_ANNOTATION, AnnotationError, CLIENT_AUTH_SECRET_ANNOTATION,
     ingress_features,
 };
-pub use auth::{BasicAuth, resolve_client_ca, resolve_users};
+pub use auth::{BasicAuth, missing_users, resolve_client_ca, resolve_users};
 pub use backend::{
     BACKEND_ANNOTATIONS, BACKEND_CA_SECRET_ANNOTATION, BackendFeatures, BackendProtocol,
     backend_features,
@@ -64,9 +64,9 @@ pub struct IngressFeatures {
     pub app_root: Option<String>,
     /// Requests a client may send within any one second (the rate and its
     /// burst); more get 429.
-    pub rate_limit: Option<u32>,
+    pub rate_limit: Option<u64>,
     /// Requests a client may have in flight at once; more get 429.
-    pub connection_limit: Option<u32>,
+    pub connection_limit: Option<u64>,
     /// Cross-origin requests browsers may make.
     pub cors: Option<Cors>,
     /// Headers set on the request to the backend, by lowercase name.
@@ -171,15 +171,10 @@ pub fn effective_features(
     settings: &crate::config::Settings,
 ) -> Result<IngressFeatures, AnnotationError> {
     let mut features = ingress_features(&ingress.annotations, settings)?;
-    let tls_hosts: Vec<String> = ingress
-        .tls
-        .iter()
-        .flat_map(|tls| tls.hosts.iter().cloned())
-        .collect();
     let serves_a_tls_host = ingress
         .rules
         .iter()
-        .any(|rule| is_tls_host(rule.host.as_deref().unwrap_or_default(), &tls_hosts));
+        .any(|rule| is_tls_host(rule.host.as_deref().unwrap_or_default(), ingress));
     if !serves_a_tls_host {
         features.https_redirect = None;
         features.hsts = None;
@@ -273,11 +268,12 @@ impl IngressFeatures {
     }
 }
 
-/// Whether `route_host` (empty: any host) is served under `tls_hosts` (an
-/// Ingress's `tls[].hosts`, which may hold one-label wildcards).
-pub(crate) fn is_tls_host(route_host: &str, tls_hosts: &[String]) -> bool {
+/// Whether `route_host` (empty: any host) is one of `ingress`'s TLS hosts
+/// (its `tls[].hosts`, which may hold one-label wildcards).
+pub(crate) fn is_tls_host(route_host: &str, ingress: &hawser_model::Ingress) -> bool {
+    let mut tls_hosts = ingress.tls.iter().flat_map(|tls| &tls.hosts);
     !route_host.is_empty()
-        && tls_hosts.iter().any(|tls| {
+        && tls_hosts.any(|tls| {
             tls == route_host
                 || tls.strip_prefix("*.").is_some_and(|parent| {
                     route_host

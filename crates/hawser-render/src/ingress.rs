@@ -201,11 +201,6 @@ fn validated_routes(
         })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let tls_hosts: Vec<String> = ingress
-        .tls
-        .iter()
-        .flat_map(|tls| tls.hosts.iter().cloned())
-        .collect();
     for rule in &ingress.rules {
         if let Some(host) = &rule.host {
             validate::host(host)?;
@@ -228,7 +223,7 @@ fn validated_routes(
             }
             let host = rule.host.clone().unwrap_or_default();
             routes.push(Route {
-                tls_host: features::is_tls_host(&host, &tls_hosts),
+                tls_host: features::is_tls_host(&host, ingress),
                 host,
                 path,
                 path_type: p.path_type,

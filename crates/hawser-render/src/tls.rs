@@ -77,9 +77,29 @@ impl CertificatePem {
     }
 }
 
+/// What Secret `key` says is wrong when it does not exist.
+pub(crate) const SECRET_MISSING: &str = "it does not exist";
+
+/// The CA certificates of Secret `key` (its `ca.crt`) and the tree path they
+/// are written to; `Err` says what is wrong with the Secret. A Service's
+/// pods and an Ingress's clients naming one Secret share the file.
+pub(crate) fn ca_file(store: &Store, key: &ObjectKey) -> Result<(String, Vec<u8>), String> {
+    let pem = store
+        .secret(key)
+        .ok_or(SECRET_MISSING)?
+        .ca_crt
+        .as_deref()
+        .ok_or("it has no key \"ca.crt\"")?;
+    let certificates = ca_certificates(pem)?;
+    Ok((
+        format!("certs/ca_{}_{}.pem", key.namespace, key.name),
+        certificates,
+    ))
+}
+
 /// `ca.crt` as PEM certificates, each checked to parse, written back
 /// canonically (nothing else can ride along).
-pub(crate) fn ca_certificates(pem: &[u8]) -> Result<Vec<u8>, String> {
+fn ca_certificates(pem: &[u8]) -> Result<Vec<u8>, String> {
     let certificates: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(pem)
         .collect::<Result<_, _>>()
         .map_err(|e| format!("its key \"ca.crt\" is not PEM certificates: {e}"))?;

@@ -7,7 +7,7 @@ use hawser_crd::HawserConfigSpec;
 use hawser_haproxy::HaproxyBinary;
 use hawser_k8s::FromK8s;
 use hawser_model::{Ingress, Object, ObjectKey, ObjectRef, Store};
-use hawser_render::features::AUTH_SECRET_ANNOTATION;
+use hawser_render::features::{AUTH_SECRET_ANNOTATION, missing_users};
 use hawser_render::{CONFIG_PATH, CertificatePem, RenderConfig, Renderer, Severity, culprit_at};
 use k8s_openapi::api::networking::v1 as networking;
 
@@ -55,11 +55,6 @@ fn unread_auth_secret(store: &Store, candidate: &Candidate) -> Option<ObjectKey>
         .get(AUTH_SECRET_ANNOTATION)?;
     let key = ObjectKey::new(namespace, name);
     store.secret(&key).is_none().then_some(key)
-}
-
-/// The start of the render's rejection for a basic-auth Secret it does not find.
-fn missing(secret: &ObjectKey) -> String {
-    format!("annotation {AUTH_SECRET_ANNOTATION}: Secret {secret}: it does not exist")
 }
 
 /// How long the check may take: well inside the API server's webhook timeout.
@@ -110,7 +105,8 @@ pub async fn review(
         .iter()
         .find(|d| d.severity == Severity::Rejected && about(&d.object))
     {
-        if let Some(secret) = unread.filter(|secret| rejected.message.starts_with(&missing(secret)))
+        if let Some(secret) =
+            unread.filter(|secret| rejected.message == missing_users(secret).to_string())
         {
             return Verdict {
                 allowed: true,

@@ -57,6 +57,37 @@ const CORS: &[&str] = &[
     "cors-max-age",
 ];
 
+/// The Ingress annotations this version serves (besides CORS's and the
+/// backend ones).
+const INGRESS_ANNOTATIONS: &[&str] = &[
+    SSL_REDIRECT,
+    SSL_REDIRECT_CODE,
+    HSTS,
+    HSTS_MAX_AGE,
+    HSTS_INCLUDE_SUBDOMAINS,
+    HSTS_PRELOAD,
+    ALLOWLIST,
+    DENYLIST,
+    PERMANENT_REDIRECT,
+    TEMPORAL_REDIRECT,
+    APP_ROOT,
+    RATE_LIMIT_RPS,
+    RATE_LIMIT_BURST,
+    LIMIT_CONNECTIONS,
+    REQUEST_HEADERS,
+    RESPONSE_HEADERS,
+    AUTH_TYPE,
+    AUTH_SECRET,
+    AUTH_REALM,
+    PROXY_BODY_SIZE,
+    USE_REGEX,
+    REWRITE_TARGET,
+    CLIENT_AUTH_SECRET,
+    CLIENT_AUTH_VERIFY,
+    CLIENT_AUTH_PASS,
+    SSL_PASSTHROUGH,
+];
+
 /// Documented in `docs/annotations.md` but not served by this version: an
 /// Ingress carrying one is refused, never served without it.
 const NOT_YET_SERVED: &[&str] = &[
@@ -108,40 +139,12 @@ pub fn ingress_features(
         .filter_map(|(k, v)| Some((k.strip_prefix(ANNOTATION_PREFIX)?, v.as_str())))
         .collect();
     for name in ours.keys() {
-        let known = [
-            SSL_REDIRECT,
-            SSL_REDIRECT_CODE,
-            HSTS,
-            HSTS_MAX_AGE,
-            HSTS_INCLUDE_SUBDOMAINS,
-            HSTS_PRELOAD,
-            ALLOWLIST,
-            DENYLIST,
-            PERMANENT_REDIRECT,
-            TEMPORAL_REDIRECT,
-            APP_ROOT,
-            RATE_LIMIT_RPS,
-            RATE_LIMIT_BURST,
-            LIMIT_CONNECTIONS,
-            REQUEST_HEADERS,
-            RESPONSE_HEADERS,
-            AUTH_TYPE,
-            AUTH_SECRET,
-            AUTH_REALM,
-            PROXY_BODY_SIZE,
-            USE_REGEX,
-            REWRITE_TARGET,
-            CLIENT_AUTH_SECRET,
-            CLIENT_AUTH_VERIFY,
-            CLIENT_AUTH_PASS,
-            SSL_PASSTHROUGH,
-        ];
         if NOT_YET_SERVED.contains(name) {
             return Err(AnnotationError::NotYetServed {
                 annotation: format!("{ANNOTATION_PREFIX}{name}"),
             });
         }
-        if !known.contains(name)
+        if !INGRESS_ANNOTATIONS.contains(name)
             && !CORS.contains(name)
             && !super::BACKEND_ANNOTATIONS.contains(name)
         {
@@ -204,8 +207,11 @@ pub fn ingress_features(
     };
     let app_root = read.parse(APP_ROOT, values::path)?;
 
-    let rate = read.parse(RATE_LIMIT_RPS, |v| values::count(v, 1, 100_000))?;
-    let burst = read.parse(RATE_LIMIT_BURST, |v| values::count(v, 0, 1_000_000))?;
+    let per_client = |v: &str| values::count(v, 1..=100_000, "a whole number from 1 to 100000");
+    let rate = read.parse(RATE_LIMIT_RPS, per_client)?;
+    let burst = read.parse(RATE_LIMIT_BURST, |v| {
+        values::count(v, 0..=1_000_000, "a whole number from 0 to 1000000")
+    })?;
     let rate_limit = match (rate, burst) {
         (Some(rate), burst) => Some(rate + burst.unwrap_or(rate)),
         (None, Some(_)) => {
@@ -216,7 +222,7 @@ pub fn ingress_features(
         }
         (None, None) => None,
     };
-    let connection_limit = read.parse(LIMIT_CONNECTIONS, |v| values::count(v, 1, 100_000))?;
+    let connection_limit = read.parse(LIMIT_CONNECTIONS, per_client)?;
     let cors = super::cors::cors(&ours, &read)?;
     // Backend annotations on an Ingress: checked here, applied to its own
     // backends (see `BackendKey::overrides`).

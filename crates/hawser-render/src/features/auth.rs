@@ -11,8 +11,8 @@
 
 use hawser_model::{ObjectKey, Store};
 
+use super::AnnotationError;
 use super::values::Expected;
-use super::{ANNOTATION_PREFIX, AnnotationError};
 
 /// ingress-nginx's `auth-realm` default.
 pub const DEFAULT_REALM: &str = "Authentication Required";
@@ -54,13 +54,11 @@ pub fn resolve_users(
 ) -> Result<(), AnnotationError> {
     let key = ObjectKey::new(namespace, &auth.secret);
     let refuse = |why: String| AnnotationError::Secret {
-        annotation: format!("{ANNOTATION_PREFIX}auth-secret"),
+        annotation: super::AUTH_SECRET_ANNOTATION.to_string(),
         secret: key.to_string(),
         why,
     };
-    let secret = store
-        .secret(&key)
-        .ok_or_else(|| refuse("it does not exist".to_string()))?;
+    let secret = store.secret(&key).ok_or_else(|| missing_users(&key))?;
     let text = secret
         .auth
         .as_deref()
@@ -110,23 +108,23 @@ pub fn resolve_client_ca(
     namespace: &str,
 ) -> Result<(), AnnotationError> {
     let key = ObjectKey::new(namespace, &client.secret);
-    let refuse = |why: String| AnnotationError::Secret {
+    let file = crate::tls::ca_file(store, &key).map_err(|why| AnnotationError::Secret {
         annotation: super::CLIENT_AUTH_SECRET_ANNOTATION.to_string(),
         secret: key.to_string(),
         why,
-    };
-    let pem = store
-        .secret(&key)
-        .ok_or_else(|| refuse("it does not exist".to_string()))?
-        .ca_crt
-        .as_deref()
-        .ok_or_else(|| refuse("it has no key \"ca.crt\"".to_string()))?;
-    let certificates = crate::tls::ca_certificates(pem).map_err(refuse)?;
-    client.ca = Some((
-        format!("certs/ca_{}_{}.pem", key.namespace, key.name),
-        certificates,
-    ));
+    })?;
+    client.ca = Some(file);
     Ok(())
+}
+
+/// The refusal of an Ingress whose basic-auth Secret `key` does not exist
+/// (the admission webhook recognises it: it may not hold that Secret yet).
+pub fn missing_users(key: &ObjectKey) -> AnnotationError {
+    AnnotationError::Secret {
+        annotation: super::AUTH_SECRET_ANNOTATION.to_string(),
+        secret: key.to_string(),
+        why: crate::tls::SECRET_MISSING.to_string(),
+    }
 }
 
 /// A bcrypt or SHA-crypt hash of the characters those use.

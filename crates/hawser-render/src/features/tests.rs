@@ -112,10 +112,21 @@ fn a_bad_value_names_the_annotation_the_value_and_what_is_expected() {
 
 #[test]
 fn tls_hosts_match_exactly_or_by_one_wildcard_label() {
-    let tls = [
-        "a.example.com".to_string(),
-        "*.apps.example.com".to_string(),
-    ];
+    let tls = hawser_model::Ingress {
+        key: hawser_model::ObjectKey::new("app", "web"),
+        created: None,
+        class_name: None,
+        annotations: BTreeMap::new(),
+        default_backend: None,
+        tls: vec![hawser_model::IngressTls {
+            hosts: vec![
+                "a.example.com".to_string(),
+                "*.apps.example.com".to_string(),
+            ],
+            secret_name: None,
+        }],
+        rules: Vec::new(),
+    };
     assert!(is_tls_host("a.example.com", &tls));
     assert!(is_tls_host("x.apps.example.com", &tls));
     assert!(!is_tls_host("x.y.apps.example.com", &tls));

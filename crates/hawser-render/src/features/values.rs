@@ -33,29 +33,26 @@ pub fn boolean(value: &str) -> Result<bool, Expected> {
 
 /// A whole number of seconds, at most ten years.
 pub fn seconds(value: &str) -> Result<u64, Expected> {
-    const EXPECTED: Expected = "a whole number of seconds (at most 315360000)";
-    let text = value.trim();
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(EXPECTED);
-    }
-    text.parse::<u64>()
-        .ok()
-        .filter(|s| *s <= 315_360_000)
-        .ok_or(EXPECTED)
+    whole_number(value.trim(), 0..=315_360_000)
+        .ok_or("a whole number of seconds (at most 315360000)")
 }
 
-/// A whole number from `min` to `max`.
-pub fn count(value: &str, min: u32, max: u32) -> Result<u32, Expected> {
-    let text = value.trim();
-    let parsed = (!text.is_empty() && text.len() <= 10 && text.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| text.parse::<u32>().ok())
+/// A whole number in `range`, `expected` saying which.
+pub fn count(
+    value: &str,
+    range: std::ops::RangeInclusive<u64>,
+    expected: Expected,
+) -> Result<u64, Expected> {
+    whole_number(value.trim(), range).ok_or(expected)
+}
+
+/// Decimal digits only (no sign, no exponent), within `range`.
+fn whole_number(text: &str, range: std::ops::RangeInclusive<u64>) -> Option<u64> {
+    let digits = !text.is_empty() && text.len() <= 18 && text.bytes().all(|b| b.is_ascii_digit());
+    digits
+        .then(|| text.parse::<u64>().ok())
         .flatten()
-        .filter(|n| (min..=max).contains(n));
-    parsed.ok_or(match (min, max) {
-        (0, 1_000_000) => "a whole number from 0 to 1000000",
-        (1, 100_000) => "a whole number from 1 to 100000",
-        _ => "a whole number in range",
-    })
+        .filter(|n| range.contains(n))
 }
 
 /// A size as ingress-nginx writes it: bytes, or a number with `k`, `m` or
@@ -68,10 +65,7 @@ pub fn body_size(value: &str) -> Result<Option<u64>, Expected> {
         Some(digits) => (digits, &text[digits.len()..]),
         None => (text.as_str(), ""),
     };
-    if digits.is_empty() || digits.len() > 12 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(EXPECTED);
-    }
-    let number: u64 = digits.parse().map_err(|_| EXPECTED)?;
+    let number = whole_number(digits, 0..=999_999_999_999).ok_or(EXPECTED)?;
     let multiple: u64 = match unit {
         "k" => 1 << 10,
         "m" => 1 << 20,
