@@ -32,6 +32,9 @@ async fn hostile_objects_are_rejected_and_named() {
         "Ingress hostile/evil-allowlist",
         "Ingress hostile/evil-redirect",
         "Ingress hostile/foreign-auth",
+        "Ingress hostile/evil-header",
+        "Ingress hostile/evil-rewrite",
+        "Ingress hostile/evil-realm",
     ] {
         assert!(
             stderr.contains(&format!("rejected: {object}: ")),
@@ -59,6 +62,10 @@ async fn nothing_is_injected_into_the_rendered_files() {
         "bind :2",
         "127.0.0.1:1",
         "127.0.0.1:3",
+        "127.0.0.1:5",
+        "127.0.0.1:6",
+        "127.0.0.1:7",
+        "if TRUE",
         "timeout server 5s",
         "X-Evil",
     ] {
