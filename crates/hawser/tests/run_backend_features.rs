@@ -86,6 +86,20 @@ async fn pods_are_spoken_to_as_their_service_asks_however_they_arrive() {
     run.expect_routed_to("verified.example.com", "/", "secure")
         .await;
     assert_eq!(run.get("mistrusted.example.com", "/").await.status, 503);
+    // The same pods' CA pinned by an Ingress over the Service's own
+    // settings; a wrong CA fails that Ingress's backend alone, and a
+    // missing Secret refuses that Ingress alone.
+    run.expect_routed_to("pinned.example.com", "/", "secure")
+        .await;
+    assert_eq!(run.get("pinned-wrong.example.com", "/").await.status, 503);
+    assert_eq!(run.get("pinned-missing.example.com", "/").await.status, 404);
+    let status = run.status().await;
+    let diagnostics = status["controller"]["diagnostics"].to_string();
+    assert!(
+        diagnostics.contains("rejected: Ingress backends/pinned-missing: annotation hawser.dev/backend-ca-secret: Secret backends/no-such-ca"),
+        "{diagnostics}"
+    );
+    assert!(!diagnostics.contains("rejected: Service"), "{diagnostics}");
     // HTTP/2 in clear text to the pods.
     let reply = run.expect_routed_to("h2.example.com", "/", "h2").await;
     assert_eq!(reply.proto, "HTTP/2.0");

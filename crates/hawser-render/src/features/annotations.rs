@@ -90,12 +90,7 @@ const INGRESS_ANNOTATIONS: &[&str] = &[
 
 /// Documented in `docs/annotations.md` but not served by this version: an
 /// Ingress carrying one is refused, never served without it.
-const NOT_YET_SERVED: &[&str] = &[
-    "auth-url",
-    "auth-signin",
-    "auth-response-headers",
-    "backend-ca-secret",
-];
+const NOT_YET_SERVED: &[&str] = &["auth-url", "auth-signin", "auth-response-headers"];
 
 /// Why an Ingress's `hawser.dev/` annotations cannot be served.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

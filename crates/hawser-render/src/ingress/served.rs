@@ -2,7 +2,7 @@
 //! features (annotations checked, Secrets they name read) and the TLS hosts
 //! it passes through.
 
-use hawser_model::{Ingress, ObjectRef, Store};
+use hawser_model::{Ingress, ObjectKey, ObjectRef, Store};
 
 use super::{Passthrough, Route, RouteTable};
 use crate::config::Settings;
@@ -29,6 +29,20 @@ pub(super) fn served_features(
     if let Some(client) = &mut features.client_auth {
         features::resolve_client_ca(client, store, &ingress.key.namespace)
             .map_err(|e| e.to_string())?;
+    }
+    if let Some(name) = ingress
+        .annotations
+        .get(features::BACKEND_CA_SECRET_ANNOTATION)
+    {
+        // Read here so that a Secret missing or wrong refuses this Ingress,
+        // not the Service its backends share (see `BackendKey::overrides`).
+        let key = ObjectKey::new(&ingress.key.namespace, name.as_str());
+        crate::tls::ca_file(store, &key).map_err(|why| {
+            format!(
+                "annotation {}: Secret {key}: {why}; the Ingress is refused rather than its pods spoken to unverified",
+                features::BACKEND_CA_SECRET_ANNOTATION
+            )
+        })?;
     }
     for warning in ignored {
         diags.warn(object, warning);
