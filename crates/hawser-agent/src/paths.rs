@@ -5,6 +5,7 @@
 //!  <state>/run/master.sock  HAProxy's master CLI
 //!  <state>/run/admin.sock   HAProxy's runtime API (the worker's stats socket)
 //!  <state>/run/mirror.sock  request mirrors' internal frontend (rendered beside admin.sock)
+//!  <state>/run/auth.sock    external authentication's internal frontend (the same)
 //!  <state>/run/server-state what `show servers state` said right before the last reload
 //!  <state>/run/haproxy.pid  the master's pid, to adopt it after a crash
 //! ```

@@ -12,9 +12,14 @@ use sha2::{Digest, Sha256};
 /// when a rule mirrors.
 pub const MIRROR_LUA: &[u8] = include_bytes!("../../../libraries/gateway/mirror.lua");
 
-/// The SHA-256 of every built-in Lua file (the request mirror's action).
+/// External authentication's Lua action, written at
+/// [`crate::AUTH_LUA_PATH`] when an Ingress asks for it.
+pub const AUTH_LUA: &[u8] = include_bytes!("../../../libraries/ingress/auth.lua");
+
+/// The SHA-256 of every built-in Lua file (the request mirror's action,
+/// external authentication's).
 pub fn builtin_lua_digests() -> Vec<[u8; 32]> {
-    [MIRROR_LUA]
+    [MIRROR_LUA, AUTH_LUA]
         .iter()
         .map(|lua| Sha256::digest(lua).into())
         .collect()
@@ -25,8 +30,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_mirror_lua_is_built_in() {
-        let digest: [u8; 32] = Sha256::digest(MIRROR_LUA).into();
-        assert_eq!(builtin_lua_digests(), [digest]);
+    fn the_mirror_and_auth_lua_are_built_in() {
+        let digest = |lua: &[u8]| -> [u8; 32] { Sha256::digest(lua).into() };
+        assert_eq!(
+            builtin_lua_digests(),
+            [digest(MIRROR_LUA), digest(AUTH_LUA)]
+        );
     }
 }

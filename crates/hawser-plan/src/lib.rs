@@ -36,15 +36,15 @@ mod generation;
 mod paths;
 mod plan;
 
-pub use builtin_lua::{MIRROR_LUA, builtin_lua_digests};
+pub use builtin_lua::{AUTH_LUA, MIRROR_LUA, builtin_lua_digests};
 pub use culprit::culprit_at;
 pub use digest::digest;
 pub use files::{FileKind, FileSet, RenderedFile};
 pub use format::{PLAN_FORMAT, PlanFormatError, decode, encode, reads_format};
 pub use generation::Generation;
 pub use paths::{
-    CONFIG_PATH, CRT_LIST_PATH, DEFAULT_CERT_PATH, GATEWAY_MAP_PATH, MIRROR_LUA_PATH,
-    ROUTES_MAP_PATH,
+    AUTH_LUA_PATH, CONFIG_PATH, CRT_LIST_PATH, DEFAULT_CERT_PATH, GATEWAY_MAP_PATH,
+    MIRROR_LUA_PATH, ROUTES_MAP_PATH,
 };
 pub use plan::{
     BackendMode, BackendPlan, CertificatePlan, CrtListEntry, CrtListPlan, MapEntry, MapPlan,

@@ -17,3 +17,5 @@ pub const CRT_LIST_PATH: &str = "certs/crt-list.txt";
 pub const DEFAULT_CERT_PATH: &str = "certs/default.pem";
 /// The request mirror's Lua action (see [`crate::builtin_lua_digests`]).
 pub const MIRROR_LUA_PATH: &str = "lua/mirror.lua";
+/// External authentication's Lua action (see [`crate::builtin_lua_digests`]).
+pub const AUTH_LUA_PATH: &str = "lua/auth.lua";

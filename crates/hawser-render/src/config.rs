@@ -72,6 +72,10 @@ pub struct Settings {
     /// (`hawser.dev/proxy-body-size`): `8m`, `512k`, `1g` or bytes; unset or
     /// `0`: no limit.
     pub body_size_limit: Option<String>,
+    /// Namespaces whose Services any Ingress may name in `hawser.dev/auth-url`
+    /// (a shared oauth2-proxy, say); an Ingress may always name a Service of
+    /// its own namespace.
+    pub auth_service_namespaces: Vec<String>,
     /// Free-form values for your own templates and snippets (`settings.values.x`).
     pub values: BTreeMap<String, String>,
 }
@@ -99,6 +103,7 @@ impl Default for Settings {
             foreign_annotations: ForeignAnnotations::default(),
             body_size_limit: None,
             proxy_protocol: ProxyProtocol::default(),
+            auth_service_namespaces: Vec::new(),
             values: BTreeMap::new(),
         }
     }
@@ -124,6 +129,22 @@ pub const AGENT_SETTINGS: &[&str] = &[
 ];
 
 impl Settings {
+    /// The address (`unix@<path>`) of an internal frontend's socket named
+    /// `name`: in the directory of `runtime_socket`, which stays put across
+    /// reloads; without one it is relative, so it lands in HAProxy's working
+    /// directory (the rendered tree).
+    pub fn internal_socket(&self, name: &str) -> String {
+        let socket = self
+            .runtime_socket
+            .as_deref()
+            .and_then(|runtime| std::path::Path::new(runtime).parent())
+            .map_or_else(
+                || name.to_string(),
+                |dir| dir.join(name).display().to_string(),
+            );
+        format!("unix@{socket}")
+    }
+
     /// Sets one of [`AGENT_SETTINGS`] from its text form.
     pub fn set_agent_setting(&mut self, key: &str, value: &str) -> Result<(), String> {
         let port = |value: &str| {
@@ -285,6 +306,10 @@ impl RenderConfig {
                     format!("{list:?} is not {expected}"),
                 )
             })?;
+        }
+        for namespace in &s.auth_service_namespaces {
+            validate::label_name("namespace", namespace)
+                .map_err(|e| invalid("authServiceNamespaces", e.to_string()))?;
         }
         if let Some(limit) = &s.body_size_limit {
             crate::features::body_size(limit).map_err(|expected| {

@@ -21,6 +21,7 @@ mod annotations;
 mod auth;
 mod backend;
 mod cors;
+mod external_auth;
 mod foreign;
 mod maps;
 mod values;
@@ -33,10 +34,11 @@ pub use annotations::{
 };
 pub use auth::{BasicAuth, missing_users, resolve_client_ca, resolve_users};
 pub use backend::{
-    BACKEND_ANNOTATIONS, BACKEND_CA_SECRET_ANNOTATION, BackendFeatures, BackendProtocol,
-    backend_features,
+    BACKEND_ANNOTATIONS, BACKEND_CA_SECRET_ANNOTATION, BACKEND_PROTOCOL_ANNOTATION,
+    BackendFeatures, BackendProtocol, backend_features,
 };
 pub use cors::{CORS_DEFAULT_HEADERS, CORS_DEFAULT_METHODS};
+pub use external_auth::{ExternalAuth, check_namespace};
 pub use foreign::{ForeignAnnotations, foreign_annotations};
 pub use maps::LIMITS_TABLE;
 pub(crate) use maps::{FeatureView, feature_maps};
@@ -75,6 +77,8 @@ pub struct IngressFeatures {
     pub response_headers: BTreeMap<String, String>,
     /// Requests without valid credentials get 401.
     pub basic_auth: Option<BasicAuth>,
+    /// An auth service decides on every request.
+    pub external_auth: Option<ExternalAuth>,
     /// The largest request body accepted, in bytes (413 above).
     pub body_size: Option<u64>,
     /// The Ingress's paths are PCRE2 regular expressions, matched
@@ -140,6 +144,7 @@ impl IngressFeatures {
             || !self.request_headers.is_empty()
             || !self.response_headers.is_empty()
             || self.basic_auth.is_some()
+            || self.external_auth.is_some()
             || self.body_size.is_some()
             || self.rewrite_target.is_some()
             || self.client_auth.is_some()
@@ -224,6 +229,19 @@ impl IngressFeatures {
                 "basic authentication (users of Secret {}, realm {:?})",
                 auth.secret, auth.realm
             ));
+        }
+        if let Some(auth) = &self.external_auth {
+            let mut line = format!("external authentication by {}", auth.url);
+            if let Some(signin) = &auth.signin {
+                line.push_str(&format!(", sign-in at {signin}"));
+            }
+            if !auth.response_headers.is_empty() {
+                line.push_str(&format!(
+                    ", passing on {}",
+                    auth.response_headers.join(", ")
+                ));
+            }
+            lines.push(line);
         }
         if !self.deny.is_empty() {
             lines.push(format!("denies {}", networks(&self.deny)));

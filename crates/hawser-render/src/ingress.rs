@@ -158,12 +158,20 @@ pub(crate) fn route_table(
                 Ok((routes, default_backend, features))
             });
         match served {
-            Ok((routes, default_backend, features)) => {
+            Ok((routes, default_backend, mut features)) => {
                 let key = format!("{}/{}", ingress.key.namespace, ingress.key.name);
                 if features.ssl_passthrough {
                     add_passthrough(&mut table, ingress, &routes, &object, diags);
                 }
                 add_routes(&mut table, &object, routes, &key, &features, diags);
+                if let Some(auth) = &mut features.external_auth {
+                    let backend = auth.backend_key(&ingress.key.namespace, store);
+                    auth.backend = Some(backend.name());
+                    table
+                        .backends
+                        .entry(backend)
+                        .or_insert_with(|| object.clone());
+                }
                 let client_ca = features.client_auth.as_ref().and_then(|c| c.ca.clone());
                 if features != IngressFeatures::default() {
                     table.features.insert(key, features);

@@ -11,6 +11,7 @@
 //! | gateway  | `gateway/frontends.cfg` | frontends for other listener ports     |
 //! | gateway  | `gateway/streams.cfg` | TLS passthrough and TCP listeners        |
 //! | gateway  | `gateway/mirror.cfg`  | the frontend request mirrors send to     |
+//! | ingress  | `ingress/auth.cfg`    | the frontend auth sub-requests go to     |
 //!
 //! Any of them can be replaced by name through `templates.overrides`.
 
@@ -38,6 +39,10 @@ pub const LIBRARY: &[(&str, &str)] = &[
     (
         "ingress/features.cfg",
         include_str!("../../../libraries/ingress/features.cfg.j2"),
+    ),
+    (
+        "ingress/auth.cfg",
+        include_str!("../../../libraries/ingress/auth.cfg.j2"),
     ),
     (
         "backends/backends.cfg",

@@ -182,12 +182,15 @@ impl Renderer {
         backends.sort_by(|a, b| a.name.cmp(&b.name));
         add_listener_certificates(&mut routes.tls, &gateway_table);
         let mut maps = route_maps(&routes);
-        let (feature_maps, feature_view) = features::feature_maps(&routes.features);
+        let (feature_maps, feature_view) = features::feature_maps(&routes.features, settings);
         maps.extend(feature_maps);
         maps.extend(gateway_view.map_plan.take());
         maps.sort_by(|a, b| a.path.cmp(&b.path));
         for map in &maps {
             files.insert(map.path.clone(), FileKind::Map, map.to_file());
+        }
+        if let Some(auth) = &feature_view.auth {
+            files.insert(auth.lua, FileKind::Lua, hawser_plan::AUTH_LUA);
         }
         if gateway_view.mirror.is_some() {
             let (path, lua) = (gateway_frontends::LUA_PATH, gateway_frontends::MIRROR_LUA);

@@ -35,6 +35,7 @@ async fn hostile_objects_are_rejected_and_named() {
         "Ingress hostile/evil-header",
         "Ingress hostile/evil-rewrite",
         "Ingress hostile/evil-realm",
+        "Ingress hostile/evil-auth",
     ] {
         assert!(
             stderr.contains(&format!("rejected: {object}: ")),
@@ -65,6 +66,7 @@ async fn nothing_is_injected_into_the_rendered_files() {
         "127.0.0.1:5",
         "127.0.0.1:6",
         "127.0.0.1:7",
+        "127.0.0.1:8",
         "if TRUE",
         "timeout server 5s",
         "X-Evil",

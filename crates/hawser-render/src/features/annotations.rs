@@ -2,9 +2,8 @@
 //!
 //! Every value is parsed into its type; one bad value refuses the Ingress
 //! alone, naming the annotation, the value and what is expected. An unknown
-//! `hawser.dev/` annotation is refused as well, and so is one this version
-//! documents but does not serve yet: an Ingress that asks for
-//! authentication must never be served without it.
+//! `hawser.dev/` annotation is refused as well: an Ingress that asks for
+//! something must never be served without it.
 
 use std::collections::BTreeMap;
 
@@ -47,6 +46,9 @@ const REWRITE_TARGET: &str = "rewrite-target";
 const AUTH_SECRET: &str = "auth-secret";
 const AUTH_REALM: &str = "auth-realm";
 const RESPONSE_HEADERS: &str = "response-headers";
+const AUTH_URL: &str = "auth-url";
+const AUTH_SIGNIN: &str = "auth-signin";
+const AUTH_RESPONSE_HEADERS: &str = "auth-response-headers";
 const CORS: &[&str] = &[
     "enable-cors",
     "cors-allow-origin",
@@ -86,11 +88,10 @@ const INGRESS_ANNOTATIONS: &[&str] = &[
     CLIENT_AUTH_VERIFY,
     CLIENT_AUTH_PASS,
     SSL_PASSTHROUGH,
+    AUTH_URL,
+    AUTH_SIGNIN,
+    AUTH_RESPONSE_HEADERS,
 ];
-
-/// Documented in `docs/annotations.md` but not served by this version: an
-/// Ingress carrying one is refused, never served without it.
-const NOT_YET_SERVED: &[&str] = &["auth-url", "auth-signin", "auth-response-headers"];
 
 /// Why an Ingress's `hawser.dev/` annotations cannot be served.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -105,10 +106,6 @@ pub enum AnnotationError {
         "annotation {annotation} is not one hawser knows (docs/annotations.md lists them); the Ingress is refused rather than served without what it asks"
     )]
     Unknown { annotation: String },
-    #[error(
-        "annotation {annotation} is not served by this version of hawser; the Ingress is refused rather than served without it"
-    )]
-    NotYetServed { annotation: String },
     #[error("annotations {first} and {second} cannot both be set")]
     Conflict { first: String, second: String },
     #[error(
@@ -134,11 +131,6 @@ pub fn ingress_features(
         .filter_map(|(k, v)| Some((k.strip_prefix(ANNOTATION_PREFIX)?, v.as_str())))
         .collect();
     for name in ours.keys() {
-        if NOT_YET_SERVED.contains(name) {
-            return Err(AnnotationError::NotYetServed {
-                annotation: format!("{ANNOTATION_PREFIX}{name}"),
-            });
-        }
         if !INGRESS_ANNOTATIONS.contains(name)
             && !CORS.contains(name)
             && !super::BACKEND_ANNOTATIONS.contains(name)
@@ -257,6 +249,33 @@ pub fn ingress_features(
             None
         }
     };
+    let external_auth = match read.parse(AUTH_URL, super::external_auth::auth_url)? {
+        Some(mut auth) => {
+            if basic_auth.is_some() {
+                return Err(AnnotationError::Conflict {
+                    first: format!("{ANNOTATION_PREFIX}{AUTH_TYPE}"),
+                    second: format!("{ANNOTATION_PREFIX}{AUTH_URL}"),
+                });
+            }
+            auth.signin = read.parse(AUTH_SIGNIN, values::url)?;
+            auth.response_headers = read
+                .parse(AUTH_RESPONSE_HEADERS, super::external_auth::header_names)?
+                .unwrap_or_default();
+            Some(auth)
+        }
+        None => {
+            if let Some(name) = [AUTH_SIGNIN, AUTH_RESPONSE_HEADERS]
+                .iter()
+                .find(|n| ours.contains_key(**n))
+            {
+                return Err(AnnotationError::Needs {
+                    annotation: format!("{ANNOTATION_PREFIX}{name}"),
+                    needs: format!("{ANNOTATION_PREFIX}{AUTH_URL}"),
+                });
+            }
+            None
+        }
+    };
     let default_body_size = settings
         .body_size_limit
         .as_deref()
@@ -314,6 +333,7 @@ pub fn ingress_features(
         request_headers,
         response_headers,
         basic_auth,
+        external_auth,
         body_size,
         use_regex,
         rewrite_target,

@@ -16,6 +16,8 @@ const AFFINITY: &str = "affinity";
 const SESSION_COOKIE_NAME: &str = "session-cookie-name";
 const SESSION_COOKIE_MAX_AGE: &str = "session-cookie-max-age";
 const BACKEND_CA_SECRET: &str = "backend-ca-secret";
+/// The annotation saying how HAProxy talks to a Service's pods.
+pub const BACKEND_PROTOCOL_ANNOTATION: &str = "hawser.dev/backend-protocol";
 /// The annotation naming the Secret (key `ca.crt`) a Service's TLS pods are
 /// verified with (a cluster source keeps its data while a Service names it).
 pub const BACKEND_CA_SECRET_ANNOTATION: &str = "hawser.dev/backend-ca-secret";

@@ -13,15 +13,19 @@
 //! | `maps/cors_origins.map` | keyed `<id>\|<origin>` (or `<id>\|*`) | always there |
 //! | `maps/cors_methods.map`, `cors_headers`, `cors_expose`, `cors_max_age`, `cors_credentials` | header values | always there |
 //! | `maps/allow_<ns>_<name>.map`, `maps/deny_<ns>_<name>.map` | networks (`map_ip`) | one per Ingress with a list |
+//! | `maps/auth_backend.map`, `auth_target`, `auth_signin`, `auth_headers` | external authentication | there while an Ingress asks for it |
 //!
 //! So a new value, or a changed one, is a map change; only an Ingress's
-//! first allow- or deny-list (or its last going) adds or removes a line.
+//! first allow- or deny-list (or its last going) adds or removes a line, and
+//! external authentication adds lines (and loads its Lua) while an Ingress
+//! asks for it, and lists the backends its sub-requests may go through.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use super::{FeaturesByIngress, IngressFeatures, REDIRECT_CODES};
+use crate::config::Settings;
 use hawser_plan::{MapEntry, MapPlan, MatchKind};
 
 /// The stick table Ingress rate and connection limits count in: a backend
@@ -41,6 +45,12 @@ const CORS_HEADERS_MAP: &str = "maps/cors_headers.map";
 const CORS_EXPOSE_MAP: &str = "maps/cors_expose.map";
 const CORS_MAX_AGE_MAP: &str = "maps/cors_max_age.map";
 const CORS_CREDENTIALS_MAP: &str = "maps/cors_credentials.map";
+const AUTH_BACKEND_MAP: &str = "maps/auth_backend.map";
+const AUTH_TARGET_MAP: &str = "maps/auth_target.map";
+const AUTH_SIGNIN_MAP: &str = "maps/auth_signin.map";
+const AUTH_HEADERS_MAP: &str = "maps/auth_headers.map";
+/// The internal frontend external authentication's sub-requests go to.
+const AUTH_SOCKET_NAME: &str = "auth.sock";
 
 /// What the `ingress` library's feature lines read (`ingress_features`).
 #[derive(Debug, Clone, Serialize)]
@@ -66,6 +76,25 @@ pub struct FeatureView {
     pub userlists: Vec<Userlist>,
     /// One per Ingress asking for client certificates.
     pub client_auth: Vec<ClientAuthLines>,
+    /// While an Ingress asks for external authentication.
+    pub auth: Option<AuthView>,
+}
+
+/// External authentication (`lua/auth.lua` and the `hawser_auth`
+/// frontend): what the Lua action is given, through which maps.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuthView {
+    /// The Lua file `lua-load` loads.
+    pub lua: &'static str,
+    /// The internal frontend's address (`unix@<path>`), given to the Lua
+    /// file as its argument and bound by the frontend.
+    pub address: String,
+    /// The backends sub-requests may go through, sorted.
+    pub backends: Vec<String>,
+    pub backend_map: &'static str,
+    pub target_map: &'static str,
+    pub signin_map: &'static str,
+    pub headers_map: &'static str,
 }
 
 /// The lines that judge a request's client certificate (a change reloads).
@@ -127,7 +156,10 @@ pub struct AccessList {
 
 /// The feature maps of `features` (every one, empty or not), and the view
 /// the templates read.
-pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, FeatureView) {
+pub(crate) fn feature_maps(
+    features: &FeaturesByIngress,
+    settings: &Settings,
+) -> (Vec<MapPlan>, FeatureView) {
     let mut https_redirect = Vec::new();
     let mut hsts = Vec::new();
     let mut redirect_301 = Vec::new();
@@ -143,6 +175,7 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
     let mut userlists = Vec::new();
     let mut client_auth = Vec::new();
     let mut ip_maps = Vec::new();
+    let mut auth = AuthEntries::default();
     for (key, f) in features {
         let tls_id = format!("{key}:tls");
         let entry = |id: &str, value: String| MapEntry {
@@ -179,6 +212,9 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
             }
             if let Some(c) = &f.cors {
                 cors.add(id, c);
+            }
+            if let Some(external) = &f.external_auth {
+                auth.add(id, external);
             }
             for (set, headers) in [
                 (&mut request_headers, &f.request_headers),
@@ -255,6 +291,23 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
         map(CORS_MAX_AGE_MAP, MatchKind::Str, cors.max_age),
         map(CORS_CREDENTIALS_MAP, MatchKind::Str, cors.credentials),
     ];
+    let auth_view = (!auth.target.is_empty()).then(|| AuthView {
+        lua: hawser_plan::AUTH_LUA_PATH,
+        address: settings.internal_socket(AUTH_SOCKET_NAME),
+        backends: std::mem::take(&mut auth.backends).into_iter().collect(),
+        backend_map: AUTH_BACKEND_MAP,
+        target_map: AUTH_TARGET_MAP,
+        signin_map: AUTH_SIGNIN_MAP,
+        headers_map: AUTH_HEADERS_MAP,
+    });
+    if auth_view.is_some() {
+        maps.extend([
+            map(AUTH_BACKEND_MAP, MatchKind::Str, auth.backend),
+            map(AUTH_TARGET_MAP, MatchKind::Str, auth.target),
+            map(AUTH_SIGNIN_MAP, MatchKind::Str, auth.signin),
+            map(AUTH_HEADERS_MAP, MatchKind::Str, auth.headers),
+        ]);
+    }
     maps.extend(ip_maps);
     let mut header_maps = |kind: &str, headers: BTreeMap<String, Vec<MapEntry>>| {
         headers
@@ -292,6 +345,7 @@ pub(crate) fn feature_maps(features: &FeaturesByIngress) -> (Vec<MapPlan>, Featu
         access,
         userlists,
         client_auth,
+        auth: auth_view,
     };
     (maps, view)
 }
@@ -325,6 +379,38 @@ impl CorsEntries {
             .push(entry(id.to_string(), &cors.max_age.to_string()));
         if cors.credentials {
             self.credentials.push(entry(id.to_string(), "true"));
+        }
+    }
+}
+
+/// The entries of the external authentication maps.
+#[derive(Default)]
+struct AuthEntries {
+    backends: std::collections::BTreeSet<String>,
+    backend: Vec<MapEntry>,
+    target: Vec<MapEntry>,
+    signin: Vec<MapEntry>,
+    headers: Vec<MapEntry>,
+}
+
+impl AuthEntries {
+    fn add(&mut self, id: &str, auth: &super::ExternalAuth) {
+        let entry = |value: &str| MapEntry {
+            key: id.to_string(),
+            value: value.to_string(),
+        };
+        // Without a backend (never from the route table), the Lua action
+        // finds none and the request gets 500: never a pass.
+        if let Some(backend) = &auth.backend {
+            self.backends.insert(backend.clone());
+            self.backend.push(entry(backend));
+        }
+        self.target.push(entry(&auth.target));
+        if let Some(signin) = &auth.signin {
+            self.signin.push(entry(signin));
+        }
+        if !auth.response_headers.is_empty() {
+            self.headers.push(entry(&auth.response_headers.join(",")));
         }
     }
 }

@@ -91,7 +91,7 @@ fn a_bad_value_names_the_annotation_the_value_and_what_is_expected() {
         ),
         (
             ("auth-url", "https://auth.example.com/"),
-            "annotation hawser.dev/auth-url is not served by this version of hawser",
+            r#"annotation hawser.dev/auth-url: "https://auth.example.com/" is not an http:// or https:// URL naming a Service"#,
         ),
     ];
     for ((name, value), expected) in cases {
@@ -148,7 +148,7 @@ fn feature_maps_hold_every_value_by_feature_set() {
         )
         .unwrap(),
     );
-    let (maps, view) = feature_maps(&by_ingress);
+    let (maps, view) = feature_maps(&by_ingress, &Settings::default());
     let entries = |path: &str| -> Vec<(String, String)> {
         maps.iter()
             .find(|m| m.path == path)
@@ -241,7 +241,7 @@ fn each_header_name_has_a_map_of_its_values() {
             .unwrap(),
         );
     }
-    let (maps, view) = feature_maps(&by_ingress);
+    let (maps, view) = feature_maps(&by_ingress, &Settings::default());
     let names: Vec<&str> = view
         .request_headers
         .iter()
@@ -322,4 +322,101 @@ fn trusted_sources_are_networks_written_as_given() {
     ] {
         assert!(config(bad).validate().is_err(), "{bad:?}");
     }
+}
+
+#[test]
+fn external_auth_is_one_kind_of_auth_and_its_family_needs_it() {
+    let features = ingress_features(
+        &annotations(&[
+            ("auth-url", "http://oauth.auth.svc/check"),
+            ("auth-signin", "https://login.example.com/"),
+            ("auth-response-headers", "X-User"),
+        ]),
+        &Settings::default(),
+    )
+    .unwrap();
+    let auth = features.external_auth.unwrap();
+    assert_eq!(auth.signin.as_deref(), Some("https://login.example.com/"));
+    assert_eq!(auth.response_headers, ["x-user"]);
+    let refused = |pairs: &[(&str, &str)]| {
+        ingress_features(&annotations(pairs), &Settings::default())
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(
+        refused(&[
+            ("auth-url", "http://oauth/check"),
+            ("auth-type", "basic"),
+            ("auth-secret", "users"),
+        ])
+        .contains("cannot both be set")
+    );
+    assert_eq!(
+        refused(&[("auth-signin", "https://login.example.com/")]),
+        "annotation hawser.dev/auth-signin needs hawser.dev/auth-url"
+    );
+}
+
+#[test]
+fn external_auth_maps_name_the_backend_and_load_the_lua() {
+    let mut auth = ingress_features(
+        &annotations(&[("auth-url", "https://oauth.auth.svc:8443/check?x=1")]),
+        &Settings::default(),
+    )
+    .unwrap()
+    .external_auth
+    .unwrap();
+    let store = hawser_model::Store::default();
+    let key = auth.backend_key("shop", &store);
+    assert_eq!(
+        (key.namespace.as_str(), key.service.as_str()),
+        ("auth", "oauth")
+    );
+    assert_eq!(
+        key.overrides
+            .get(BACKEND_PROTOCOL_ANNOTATION)
+            .map(String::as_str),
+        Some("HTTPS"),
+        "an https:// URL speaks TLS to the pods"
+    );
+    auth.backend = Some(key.name());
+    let features = IngressFeatures {
+        external_auth: Some(auth),
+        ..IngressFeatures::default()
+    };
+    let by_ingress = BTreeMap::from([("shop/web".to_string(), features)]);
+    let settings = Settings {
+        runtime_socket: Some("/run/hawser/admin.sock".to_string()),
+        ..Settings::default()
+    };
+    let (maps, view) = feature_maps(&by_ingress, &settings);
+    let view = view.auth.unwrap();
+    assert_eq!(view.address, "unix@/run/hawser/auth.sock");
+    assert_eq!(view.backends, [key.name()]);
+    let entries = |path: &str| -> Vec<(String, String)> {
+        maps.iter()
+            .find(|m| m.path == path)
+            .unwrap()
+            .entries
+            .iter()
+            .map(|e| (e.key.clone(), e.value.clone()))
+            .collect()
+    };
+    assert_eq!(
+        entries("maps/auth_target.map"),
+        [(
+            "shop/web".to_string(),
+            "oauth.auth.svc:8443/check?x=1".to_string()
+        )]
+    );
+    assert_eq!(
+        entries("maps/auth_backend.map"),
+        [("shop/web".to_string(), key.name())]
+    );
+    let (maps, view) = feature_maps(&BTreeMap::new(), &settings);
+    assert!(
+        view.auth.is_none(),
+        "no Lua, no frontend without an Ingress asking"
+    );
+    assert!(!maps.iter().any(|m| m.path.starts_with("maps/auth_")));
 }

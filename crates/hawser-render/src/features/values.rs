@@ -176,7 +176,7 @@ pub fn url(value: &str) -> Result<String, Expected> {
 
 /// Headers HAProxy or the connection own: setting them would break the
 /// exchange or its routing.
-const RESERVED_HEADERS: &[&str] = &[
+pub(super) const RESERVED_HEADERS: &[&str] = &[
     "host",
     "content-length",
     "transfer-encoding",

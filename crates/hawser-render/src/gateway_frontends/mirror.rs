@@ -16,7 +16,6 @@
 //! Lua is loaded, unless a rule mirrors.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use serde::Serialize;
 
@@ -43,11 +42,8 @@ pub(crate) struct MirrorView {
     pub backends: Vec<String>,
 }
 
-/// The mirror view when one of `rules` mirrors.
-///
-/// The socket lives in the directory of `settings.runtime_socket`, which
-/// stays put across reloads; without one it is relative, so it lands in
-/// HAProxy's working directory (the rendered tree).
+/// The mirror view when one of `rules` mirrors (its socket: see
+/// [`Settings::internal_socket`]).
 pub(crate) fn mirror_view<'a>(
     settings: &Settings,
     rules: impl IntoIterator<Item = &'a RuleView>,
@@ -63,17 +59,9 @@ pub(crate) fn mirror_view<'a>(
     if backends.is_empty() {
         return None;
     }
-    let socket = settings
-        .runtime_socket
-        .as_deref()
-        .and_then(|runtime| Path::new(runtime).parent())
-        .map_or_else(
-            || SOCKET_NAME.to_string(),
-            |dir| dir.join(SOCKET_NAME).display().to_string(),
-        );
     Some(MirrorView {
         lua: LUA_PATH,
-        address: format!("unix@{socket}"),
+        address: settings.internal_socket(SOCKET_NAME),
         backends: backends.into_iter().map(str::to_string).collect(),
     })
 }

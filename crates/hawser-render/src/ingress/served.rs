@@ -44,6 +44,14 @@ pub(super) fn served_features(
             )
         })?;
     }
+    if let Some(auth) = &features.external_auth {
+        features::check_namespace(
+            auth,
+            &ingress.key.namespace,
+            &settings.auth_service_namespaces,
+        )
+        .map_err(|e| e.to_string())?;
+    }
     for warning in ignored {
         diags.warn(object, warning);
     }
