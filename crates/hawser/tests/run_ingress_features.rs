@@ -1,8 +1,9 @@
 //! Runtime first: feature values of existing Ingresses change through the
 //! runtime API, with no reload (the same HAProxy worker serves before and
 //! after): an allow-list edited, a redirect target changed, a rate limit,
-//! a header value and CORS changed, and features given to an Ingress that
-//! had none (fixture `run_ingress_features/`).
+//! a header value and CORS changed, app-root, the HTTPS redirect's code and
+//! HSTS changed, and features given to an Ingress that had none (fixture
+//! `run_ingress_features/`).
 
 #![allow(
     clippy::unwrap_used,
@@ -63,16 +64,42 @@ metadata:
     hawser.dev/request-headers: "X-Team: second"
     hawser.dev/proxy-body-size: "2m"
     hawser.dev/enable-cors: "true"
+    hawser.dev/response-headers: "X-Served: second"
+    hawser.dev/app-root: /second
 spec:
   rules:
     - host: tuned.example.com
       http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: app, port: { number: 80 } } } }] }
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: secure
+  namespace: features
+  annotations:
+    hawser.dev/ssl-redirect-code: "307"
+    hawser.dev/hsts-max-age: "120"
+    hawser.dev/hsts-preload: "true"
+spec:
+  tls: [{ hosts: [secure.example.com], secretName: secure-tls }]
+  rules:
+    - host: secure.example.com
+      http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: app, port: { number: 80 } } } }] }
 "#;
+
+/// The fixture, its TLS host's certificate included.
+fn fixture(backends: &Backends) -> Manifests {
+    let cert = support::TestCertificate::self_signed("secure.example.com");
+    let mut vars = backends.vars();
+    vars.insert("SECURE_TLS_CRT".into(), cert.cert_yaml());
+    vars.insert("SECURE_TLS_KEY".into(), cert.key_yaml());
+    Manifests::from_fixture("run_ingress_features", &vars)
+}
 
 #[tokio::test]
 async fn feature_values_change_without_a_reload() {
     let backends = Backends::start(&[pod("features", "app", "app-0")]);
-    let manifests = Manifests::from_fixture("run_ingress_features", &backends.vars());
+    let manifests = fixture(&backends);
     let run = Run::start(manifests.path()).await;
     run.wait_converged().await;
 
@@ -81,10 +108,25 @@ async fn feature_values_change_without_a_reload() {
     assert_eq!(moved.status, 301);
     assert_eq!(moved.header("location"), Some("https://first.example.com/"));
     run.expect_routed_to("plain.example.com", "/", "app").await;
-    let tuned = run.expect_routed_to("tuned.example.com", "/", "app").await;
+    let tuned = run.expect_routed_to("tuned.example.com", "/page", "app").await;
     assert_eq!(
         tuned.headers.get("x-team"),
         Some(&vec!["first".to_string()])
+    );
+    let answer = run.get("tuned.example.com", "/page").await;
+    assert_eq!(answer.header("x-served"), Some("first"));
+    assert_eq!(
+        run.get("tuned.example.com", "/").await.header("location"),
+        Some("/first")
+    );
+    let insecure = run.get("secure.example.com", "/").await;
+    assert_eq!(insecure.status, 301);
+    let secure = run
+        .get_tls(Some("secure.example.com"), "secure.example.com", "/")
+        .await;
+    assert_eq!(
+        secure.header("strict-transport-security"),
+        Some("max-age=60; includeSubDomains")
     );
     let workers = run.worker_pids().await;
 
@@ -104,14 +146,14 @@ async fn feature_values_change_without_a_reload() {
         plain.header("location"),
         Some("https://elsewhere.example.com/")
     );
-    let tuned = run.expect_routed_to("tuned.example.com", "/", "app").await;
+    let tuned = run.expect_routed_to("tuned.example.com", "/page", "app").await;
     assert_eq!(
         tuned.headers.get("x-team"),
         Some(&vec!["second".to_string()])
     );
     let cors = run
         .request(
-            &support::Request::get("tuned.example.com", "/").header("Origin", "https://a.example"),
+            &support::Request::get("tuned.example.com", "/page").header("Origin", "https://a.example"),
         )
         .await;
     assert_eq!(cors.header("access-control-allow-origin"), Some("*"));
@@ -120,6 +162,20 @@ async fn feature_values_change_without_a_reload() {
         statuses.push(run.get("gate.example.com", "/").await.status);
     }
     assert!(statuses.contains(&429), "the new rate holds: {statuses:?}");
+    let answer = run.get("tuned.example.com", "/page").await;
+    assert_eq!(answer.header("x-served"), Some("second"));
+    assert_eq!(
+        run.get("tuned.example.com", "/").await.header("location"),
+        Some("/second")
+    );
+    assert_eq!(run.get("secure.example.com", "/").await.status, 307);
+    let secure = run
+        .get_tls(Some("secure.example.com"), "secure.example.com", "/")
+        .await;
+    assert_eq!(
+        secure.header("strict-transport-security"),
+        Some("max-age=120; includeSubDomains; preload")
+    );
     assert_eq!(run.worker_pids().await, workers, "the same worker serves");
 }
 
@@ -129,7 +185,7 @@ async fn feature_values_change_without_a_reload() {
 async fn a_trusted_proxy_header_names_the_client_the_allow_list_judges() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let backends = Backends::start(&[pod("features", "app", "app-0")]);
-    let manifests = Manifests::from_fixture("run_ingress_features", &backends.vars());
+    let manifests = fixture(&backends);
     let run = Run::start_with(
         manifests.path(),
         support::RunOptions {

@@ -20,8 +20,9 @@ pub const FOREIGN_PREFIXES: &[&str] = &[
     "ingress.kubernetes.io/",
 ];
 
-/// Words that mark an annotation about access control, authentication,
-/// rate limiting or raw configuration (in either dialect's names).
+/// Words that mark an annotation about access control, authentication
+/// (client certificates included), rate limiting, raw configuration, or
+/// verifying the pods' certificates (in either dialect's names).
 const SECURITY_WORDS: &[&str] = &[
     "whitelist",
     "allowlist",
@@ -35,6 +36,11 @@ const SECURITY_WORDS: &[&str] = &[
     "snippet",
     "satisfy",
     "src-ip",
+    "client-ca",
+    "client-crt",
+    "ssl-verify",
+    "server-ca",
+    "proxy-ssl-secret",
 ];
 
 /// What to do with another dialect's annotations (`foreignAnnotations`).
@@ -69,7 +75,7 @@ pub fn foreign_annotations(
         let security = SECURITY_WORDS.iter().any(|word| name.contains(word));
         if security && policy == ForeignAnnotations::Refuse {
             return Err(format!(
-                "annotation {key} asks for access control, authentication, a rate limit or a snippet that hawser does not serve; the Ingress is refused rather than served without it (docs/annotations.md lists what hawser serves; the setting foreignAnnotations: warn serves it anyway)"
+                "annotation {key} asks for access control, authentication, a rate limit, a snippet or verified pods that hawser does not serve; the Ingress is refused rather than served without it (docs/annotations.md lists what hawser serves; the setting foreignAnnotations: warn serves it anyway)"
             ));
         }
         warnings.push(format!(
@@ -100,6 +106,15 @@ mod tests {
             "haproxy.org/rate-limit-requests",
             "haproxy.org/backend-config-snippet",
             "ingress.kubernetes.io/auth-type",
+            "nginx.ingress.kubernetes.io/auth-tls-secret",
+            "nginx.ingress.kubernetes.io/proxy-ssl-verify",
+            "nginx.ingress.kubernetes.io/proxy-ssl-secret",
+            "haproxy.org/client-ca",
+            "haproxy.org/client-crt-optional",
+            "haproxy.org/server-ca",
+            "haproxy.org/src-ip-header",
+            "haproxy.org/deny-list",
+            "haproxy.org/blacklist",
         ] {
             let refused = foreign_annotations(&annotations(&[key]), ForeignAnnotations::Refuse);
             assert!(refused.is_err_and(|e| e.contains(key)), "{key}");
