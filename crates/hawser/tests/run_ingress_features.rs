@@ -108,7 +108,9 @@ async fn feature_values_change_without_a_reload() {
     assert_eq!(moved.status, 301);
     assert_eq!(moved.header("location"), Some("https://first.example.com/"));
     run.expect_routed_to("plain.example.com", "/", "app").await;
-    let tuned = run.expect_routed_to("tuned.example.com", "/page", "app").await;
+    let tuned = run
+        .expect_routed_to("tuned.example.com", "/page", "app")
+        .await;
     assert_eq!(
         tuned.headers.get("x-team"),
         Some(&vec!["first".to_string()])
@@ -146,14 +148,17 @@ async fn feature_values_change_without_a_reload() {
         plain.header("location"),
         Some("https://elsewhere.example.com/")
     );
-    let tuned = run.expect_routed_to("tuned.example.com", "/page", "app").await;
+    let tuned = run
+        .expect_routed_to("tuned.example.com", "/page", "app")
+        .await;
     assert_eq!(
         tuned.headers.get("x-team"),
         Some(&vec!["second".to_string()])
     );
     let cors = run
         .request(
-            &support::Request::get("tuned.example.com", "/page").header("Origin", "https://a.example"),
+            &support::Request::get("tuned.example.com", "/page")
+                .header("Origin", "https://a.example"),
         )
         .await;
     assert_eq!(cors.header("access-control-allow-origin"), Some("*"));
