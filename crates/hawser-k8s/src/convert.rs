@@ -12,9 +12,10 @@ mod routes;
 use std::collections::BTreeMap;
 
 use hawser_model::{
-    ANNOTATION_PREFIX, Endpoint, EndpointPort, EndpointSlice, IS_DEFAULT_CLASS_ANNOTATION, Ingress,
-    IngressBackend, IngressClass, IngressPath, IngressRule, IngressTls, Kind, ObjectKey, PathType,
-    SERVICE_NAME_LABEL, Secret, Service, ServicePort, ServicePortRef, ServiceType,
+    Endpoint, EndpointPort, EndpointSlice, IS_DEFAULT_CLASS_ANNOTATION, Ingress, IngressBackend,
+    IngressClass, IngressPath, IngressRule, IngressTls, Kind, ObjectKey, PathType,
+    SERVICE_ANNOTATION_PREFIXES, SERVICE_NAME_LABEL, Secret, Service, ServicePort, ServicePortRef,
+    ServiceType,
 };
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
@@ -230,7 +231,7 @@ impl FromK8s for Service {
             .annotations
             .iter()
             .flatten()
-            .filter(|(k, _)| k.starts_with(ANNOTATION_PREFIX))
+            .filter(|(k, _)| SERVICE_ANNOTATION_PREFIXES.iter().any(|p| k.starts_with(p)))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         Ok(Service {
@@ -294,8 +295,8 @@ impl FromK8s for EndpointSlice {
 impl FromK8s for Secret {
     type K8s = core::Secret;
 
-    /// Keeps `tls.crt`, `tls.key`, `auth` and `ca.crt` only (from `data`, overridden by
-    /// `stringData` as the API server would merge them).
+    /// Keeps `tls.crt`, `tls.key`, `auth`, `ca.crt` and the other keys (from
+    /// `data`, overridden by `stringData` as the API server would merge them).
     fn from_k8s(obj: &core::Secret) -> Result<Self, ConvertError> {
         let key = namespaced_key(Kind::Secret, &obj.metadata)?;
         let mut data: BTreeMap<&str, Vec<u8>> = BTreeMap::new();
@@ -311,6 +312,7 @@ impl FromK8s for Secret {
             tls_key: data.remove("tls.key"),
             auth: data.remove("auth"),
             ca_crt: data.remove("ca.crt"),
+            entries: data.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             key,
         })
     }

@@ -48,6 +48,8 @@ pub use reference_grant::{GrantFrom, GrantTo, NAMESPACE_NAME_LABEL, Namespace, R
 pub use resources::ExtraResources;
 pub use route::{BackendRef, ParentRef, RouteMeta};
 pub use secret::Secret;
-pub use service::{ANNOTATION_PREFIX, Service, ServicePort, ServiceType};
+pub use service::{
+    ANNOTATION_PREFIX, SERVICE_ANNOTATION_PREFIXES, Service, ServicePort, ServiceType,
+};
 pub use store::{Object, Store};
 pub use stream_route::{StreamRouteRule, TcpRoute, TlsRoute};

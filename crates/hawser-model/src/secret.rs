@@ -6,9 +6,10 @@ use serde::Serialize;
 
 use crate::ObjectKey;
 
-/// A Secret's type, its `tls.crt` / `tls.key` and its `auth` (htpasswd
-/// lines). Other keys are dropped on conversion; the key material and the
-/// password hashes never appear in `Debug` output or templates.
+/// A Secret's type, its `tls.crt` / `tls.key`, its `auth` (htpasswd lines)
+/// and its other keys (the users of a Secret that maps each user to a
+/// hash). The key material and the password hashes never appear in `Debug`
+/// output or templates.
 #[derive(Clone, PartialEq, Eq, Serialize)]
 pub struct Secret {
     pub key: ObjectKey,
@@ -22,6 +23,9 @@ pub struct Secret {
     /// `ca.crt`: CA certificates a Service's pods are verified with.
     #[serde(skip)]
     pub ca_crt: Option<Vec<u8>>,
+    /// Every other key: what a Secret holding one key per user holds.
+    #[serde(skip)]
+    pub entries: std::collections::BTreeMap<String, Vec<u8>>,
 }
 
 impl Secret {
@@ -31,6 +35,7 @@ impl Secret {
         self.tls_key = None;
         self.auth = None;
         self.ca_crt = None;
+        self.entries.clear();
     }
 }
 
@@ -43,6 +48,7 @@ impl fmt::Debug for Secret {
             .field("tls_key", &self.tls_key.as_ref().map(|_| "<redacted>"))
             .field("auth", &self.auth.as_ref().map(|_| "<redacted>"))
             .field("ca_crt", &self.ca_crt.as_ref().map(|c| c.len()))
+            .field("entries", &self.entries.len())
             .finish()
     }
 }

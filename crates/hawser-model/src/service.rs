@@ -9,7 +9,8 @@ use crate::{ObjectKey, ServicePortRef};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Service {
     pub key: ObjectKey,
-    /// Only the `hawser.dev/` annotations; the rest are dropped on conversion.
+    /// Only the annotations of [`SERVICE_ANNOTATION_PREFIXES`]; the rest are
+    /// dropped on conversion.
     pub annotations: BTreeMap<String, String>,
     pub service_type: ServiceType,
     pub ports: Vec<ServicePort>,
@@ -35,6 +36,10 @@ pub struct ServicePort {
 
 /// The prefix of the annotations hawser reads.
 pub const ANNOTATION_PREFIX: &str = "hawser.dev/";
+/// The prefixes of the Service annotations kept: hawser's, and
+/// haproxytech's (it reads backend settings on Services too).
+pub const SERVICE_ANNOTATION_PREFIXES: &[&str] =
+    &[ANNOTATION_PREFIX, "haproxy.org/", "haproxy.com/"];
 
 impl Service {
     /// The port an Ingress backend refers to, by number or by name.

@@ -11,10 +11,12 @@ use hawser_model::{
     Kind, ObjectKey, ObjectRef, Service, ServicePort, ServicePortRef, ServiceType, Store,
 };
 
+use crate::config::Settings;
 use crate::features::{
     ANNOTATION_PREFIX, BACKEND_ANNOTATIONS, BACKEND_CA_SECRET_ANNOTATION, BackendFeatures,
     backend_features,
 };
+use crate::features::{Target, read_annotations};
 use crate::report::Diagnostics;
 use crate::validate;
 use hawser_plan::{BackendMode, BackendPlan, ServerPlan, ServerState};
@@ -23,7 +25,6 @@ use hawser_plan::{BackendMode, BackendPlan, ServerPlan, ServerState};
 pub const BALANCE_ANNOTATION: &str = "hawser.dev/balance";
 /// The annotation that sets a Service's `timeout server`.
 pub const TIMEOUT_SERVER_ANNOTATION: &str = "hawser.dev/timeout-server";
-const BALANCE_ALGORITHMS: &[&str] = &["roundrobin", "leastconn", "first", "source", "random"];
 const DEFAULT_WEIGHT: u16 = 1;
 
 /// A Service port as a route refers to it: one HAProxy backend.
@@ -103,43 +104,51 @@ struct ServiceSettings {
     features: BackendFeatures,
 }
 
+/// What `service`'s annotations (read through the enabled dialects), with
+/// an Ingress's `overrides` over them, ask of its backends.
 fn service_settings(
     service: &Service,
     overrides: &BTreeMap<String, String>,
+    settings: &Settings,
+    warnings: &mut BTreeMap<ObjectRef, std::collections::BTreeSet<String>>,
 ) -> Result<ServiceSettings, String> {
-    let mut settings = ServiceSettings {
-        balance: "roundrobin".to_string(),
-        timeout_server: None,
-        features: BackendFeatures::default(),
-    };
+    let read = read_annotations(
+        &service.annotations,
+        Target::Service,
+        &service.key.namespace,
+        &settings.annotation_frontends,
+        settings.foreign_annotations,
+    )
+    .map_err(|e| e.to_string())?;
+    if !read.warnings.is_empty() {
+        let service_ref = ObjectRef::new(Kind::Service, service.key.clone());
+        warnings
+            .entry(service_ref)
+            .or_default()
+            .extend(read.warnings.iter().cloned());
+    }
     let mut backend = BTreeMap::new();
-    let mut annotations = service.annotations.clone();
-    annotations.extend(overrides.iter().map(|(k, v)| (k.clone(), v.clone())));
-    for (key, value) in &annotations {
-        match key.as_str() {
-            BALANCE_ANNOTATION => {
-                if !BALANCE_ALGORITHMS.contains(&value.as_str()) {
-                    return Err(format!(
-                        "annotation {key}: {value:?} is not one of {}",
-                        BALANCE_ALGORITHMS.join(", ")
-                    ));
-                }
-                settings.balance = value.clone();
+    for (key, value) in read.map.iter().chain(overrides) {
+        match key.strip_prefix(ANNOTATION_PREFIX) {
+            Some(name) if BACKEND_ANNOTATIONS.contains(&name) => {
+                backend.insert(name, value.as_str());
             }
-            TIMEOUT_SERVER_ANNOTATION => {
-                validate::duration(&format!("annotation {key}:"), value)?;
-                settings.timeout_server = Some(value.clone());
+            Some(_) => {
+                let message = format!("annotation {key} is not one hawser knows");
+                return Err(read.in_their_words(message));
             }
-            _ => match key.strip_prefix(ANNOTATION_PREFIX) {
-                Some(name) if BACKEND_ANNOTATIONS.contains(&name) => {
-                    backend.insert(name, value.as_str());
-                }
-                _ => return Err(format!("annotation {key} is not one hawser knows")),
-            },
+            None => {}
         }
     }
-    settings.features = backend_features(&backend).map_err(|e| e.to_string())?;
-    Ok(settings)
+    let features = backend_features(&backend).map_err(|e| read.in_their_words(e.to_string()))?;
+    Ok(ServiceSettings {
+        balance: features
+            .balance
+            .clone()
+            .unwrap_or_else(|| "roundrobin".to_string()),
+        timeout_server: features.timeout_server.clone(),
+        features,
+    })
 }
 
 /// Reads the CA a Service's pods are verified with (`backend-ca-secret`)
@@ -168,11 +177,13 @@ fn with_ca_file(
 /// gets a backend (with no servers, so HAProxy answers 503) and a warning.
 pub(crate) fn backend_plans(
     store: &Store,
+    settings: &Settings,
     referenced: &BTreeMap<BackendKey, ObjectRef>,
     ca_files: &mut BTreeMap<String, Vec<u8>>,
     diags: &mut Diagnostics,
 ) -> Vec<BackendPlan> {
     let mut rejected_services = BTreeMap::new();
+    let mut service_warnings = BTreeMap::new();
     let mut plans: Vec<BackendPlan> = referenced
         .iter()
         .map(|(key, referrer)| {
@@ -194,10 +205,10 @@ pub(crate) fn backend_plans(
                 return plan;
             };
             let service_ref = ObjectRef::new(Kind::Service, service_key);
-            let settings = match service_settings(service, &key.overrides)
-                .and_then(|settings| with_ca_file(settings, store, &service.key, ca_files))
-            {
-                Ok(settings) => settings,
+            let asked = service_settings(service, &key.overrides, settings, &mut service_warnings)
+                .and_then(|asked| with_ca_file(asked, store, &service.key, ca_files));
+            let settings = match asked {
+                Ok(asked) => asked,
                 Err(reason) => {
                     rejected_services.insert(service_ref, reason);
                     return plan;
@@ -224,6 +235,11 @@ pub(crate) fn backend_plans(
             plan
         })
         .collect();
+    for (service, warnings) in service_warnings {
+        for warning in warnings {
+            diags.warn(&service, warning);
+        }
+    }
     for (service, reason) in rejected_services {
         diags.reject(&service, format!("{reason}; its backends answer 503"));
     }

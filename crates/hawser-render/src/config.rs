@@ -72,6 +72,9 @@ pub struct Settings {
     /// (`hawser.dev/proxy-body-size`): `8m`, `512k`, `1g` or bytes; unset or
     /// `0`: no limit.
     pub body_size_limit: Option<String>,
+    /// The annotation dialects read (`hawser`, `nginx`, `haproxytech`); the
+    /// annotations of one left out fall to `foreignAnnotations`.
+    pub annotation_frontends: Vec<crate::features::Dialect>,
     /// Namespaces whose Services any Ingress may name in `hawser.dev/auth-url`
     /// (a shared oauth2-proxy, say); an Ingress may always name a Service of
     /// its own namespace.
@@ -104,6 +107,7 @@ impl Default for Settings {
             body_size_limit: None,
             proxy_protocol: ProxyProtocol::default(),
             auth_service_namespaces: Vec::new(),
+            annotation_frontends: crate::features::Dialect::ALL.to_vec(),
             values: BTreeMap::new(),
         }
     }

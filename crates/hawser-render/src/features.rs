@@ -21,6 +21,7 @@ mod annotations;
 mod auth;
 mod backend;
 mod cors;
+mod dialects;
 mod external_auth;
 mod foreign;
 mod maps;
@@ -38,6 +39,7 @@ pub use backend::{
     BackendFeatures, BackendProtocol, backend_features,
 };
 pub use cors::{CORS_DEFAULT_HEADERS, CORS_DEFAULT_METHODS};
+pub use dialects::{Annotations, Dialect, DialectError, Target, named_secrets, read_annotations};
 pub use external_auth::{ExternalAuth, check_namespace};
 pub use foreign::{ForeignAnnotations, foreign_annotations};
 pub use maps::LIMITS_TABLE;
@@ -47,6 +49,9 @@ pub use values::{body_size, cidr_list};
 
 /// The redirect codes an HTTPS redirect may use.
 pub const REDIRECT_CODES: [u16; 5] = [301, 302, 303, 307, 308];
+/// The statuses a request over a rate or connection limit may get: 429
+/// (hawser's), 503 (ingress-nginx's) and 403 (haproxytech's).
+pub const LIMIT_CODES: [u16; 3] = [403, 429, 503];
 
 /// What one Ingress asks of every rule and path it has.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -69,6 +74,8 @@ pub struct IngressFeatures {
     pub rate_limit: Option<u64>,
     /// Requests a client may have in flight at once; more get 429.
     pub connection_limit: Option<u64>,
+    /// The status over either limit instead of 429.
+    pub limit_status: Option<u16>,
     /// Cross-origin requests browsers may make.
     pub cors: Option<Cors>,
     /// Headers set on the request to the backend, by lowercase name.
@@ -126,7 +133,7 @@ pub struct Cors {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Redirect {
-    /// 301 (permanent) or 302 (temporary).
+    /// 301 (permanent) or 302 (temporary) unless said.
     pub code: u16,
     pub location: String,
 }
@@ -168,14 +175,24 @@ impl IngressFeatures {
     }
 }
 
-/// The features an Ingress's `hawser.dev/` annotations give it under
-/// `settings`, less those that hold only on TLS hosts when none of its
-/// rules is for one of its TLS hosts.
-pub fn effective_features(
-    ingress: &hawser_model::Ingress,
+/// The features an Ingress's annotations (read through the enabled
+/// dialects) give it under `settings`, less those that hold only on TLS
+/// hosts when none of its rules is for one of its TLS hosts; with the
+/// annotations as read. `Err` names the annotation the user wrote.
+pub fn effective_features<'a>(
+    ingress: &'a hawser_model::Ingress,
     settings: &crate::config::Settings,
-) -> Result<IngressFeatures, AnnotationError> {
-    let mut features = ingress_features(&ingress.annotations, settings)?;
+) -> Result<(IngressFeatures, Annotations<'a>), String> {
+    let read = read_annotations(
+        &ingress.annotations,
+        Target::Ingress,
+        &ingress.key.namespace,
+        &settings.annotation_frontends,
+        settings.foreign_annotations,
+    )
+    .map_err(|e| e.to_string())?;
+    let mut features =
+        ingress_features(&read.map, settings).map_err(|e| read.in_their_words(e.to_string()))?;
     let serves_a_tls_host = ingress
         .rules
         .iter()
@@ -184,7 +201,7 @@ pub fn effective_features(
         features.https_redirect = None;
         features.hsts = None;
     }
-    Ok(features)
+    Ok((features, read))
 }
 
 impl IngressFeatures {
@@ -254,6 +271,9 @@ impl IngressFeatures {
         }
         if let Some(limit) = self.connection_limit {
             lines.push(format!("{limit} requests in flight per client"));
+        }
+        if let Some(code) = self.limit_status {
+            lines.push(format!("over a limit: {code}"));
         }
         if let Some(cors) = &self.cors {
             lines.push(format!("CORS for {}", cors.origins.join(", ")));

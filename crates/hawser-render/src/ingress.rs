@@ -152,11 +152,14 @@ pub(crate) fn route_table(
 
     for ingress in owned {
         let object = ObjectRef::new(Kind::Ingress, ingress.key.clone());
-        let served =
-            served_features(ingress, store, settings, &object, diags).and_then(|features| {
-                let (routes, default_backend) = validated_routes(ingress, features.use_regex)?;
+        let served = served_features(ingress, store, settings, &object, diags).and_then(
+            |(features, read)| {
+                let (routes, default_backend) =
+                    validated_routes(ingress, &read.map, features.use_regex)
+                        .map_err(|e| read.in_their_words(e))?;
                 Ok((routes, default_backend, features))
-            });
+            },
+        );
         match served {
             Ok((routes, default_backend, mut features)) => {
                 let key = format!("{}/{}", ingress.key.namespace, ingress.key.name);
@@ -194,14 +197,14 @@ pub(crate) fn route_table(
 /// Checks every host, path and backend of an Ingress; one bad value rejects it whole.
 fn validated_routes(
     ingress: &Ingress,
+    annotations: &BTreeMap<String, String>,
     use_regex: bool,
 ) -> Result<(Vec<Route>, Option<BackendKey>), String> {
     let namespace = &ingress.key.namespace;
     validate::label_name("namespace", namespace)?; // it names TLS files even without routes
     let mut routes = Vec::new();
     // Its backend annotations make backends of its own (see BackendKey).
-    let overrides: BTreeMap<String, String> = ingress
-        .annotations
+    let overrides: BTreeMap<String, String> = annotations
         .iter()
         .filter(|(k, _)| {
             k.strip_prefix(features::ANNOTATION_PREFIX)

@@ -168,10 +168,18 @@ impl Renderer {
                 .or_insert_with(|| referrer.clone());
         }
         let mut ca_files = std::mem::take(&mut routes.ca_files);
-        let mut backends = backends::backend_plans(store, &referenced, &mut ca_files, &mut diags);
-        backends.extend(h2_backends(store, &gateway_view, &mut ca_files, &mut diags));
+        let mut backends =
+            backends::backend_plans(store, settings, &referenced, &mut ca_files, &mut diags);
+        backends.extend(h2_backends(
+            store,
+            settings,
+            &gateway_view,
+            &mut ca_files,
+            &mut diags,
+        ));
         backends.extend(tcp_backends(
             store,
+            settings,
             &gateway_view,
             &mut ca_files,
             &mut diags,
@@ -302,11 +310,12 @@ impl Renderer {
 /// servers, spoken to over HTTP/2 in clear text.
 fn h2_backends(
     store: &Store,
+    settings: &Settings,
     view: &GatewayView,
     ca_files: &mut BTreeMap<String, Vec<u8>>,
     diags: &mut Diagnostics,
 ) -> Vec<BackendPlan> {
-    let mut plans = backends::backend_plans(store, &view.h2_backends, ca_files, diags);
+    let mut plans = backends::backend_plans(store, settings, &view.h2_backends, ca_files, diags);
     for plan in &mut plans {
         plan.name.push_str(gateway_frontends::H2_SUFFIX);
         plan.source.push_str(" over HTTP/2 (h2c)");
@@ -321,11 +330,12 @@ fn h2_backends(
 /// TCPRoutes send to: the same servers, given whole connections.
 fn tcp_backends(
     store: &Store,
+    settings: &Settings,
     view: &GatewayView,
     ca_files: &mut BTreeMap<String, Vec<u8>>,
     diags: &mut Diagnostics,
 ) -> Vec<BackendPlan> {
-    let mut plans = backends::backend_plans(store, &view.tcp_backends, ca_files, diags);
+    let mut plans = backends::backend_plans(store, settings, &view.tcp_backends, ca_files, diags);
     for plan in &mut plans {
         plan.name.push_str(gateway_frontends::TCP_SUFFIX);
         plan.source.push_str(" over TCP");

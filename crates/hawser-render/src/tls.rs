@@ -80,16 +80,17 @@ impl CertificatePem {
 /// What Secret `key` says is wrong when it does not exist.
 pub(crate) const SECRET_MISSING: &str = "it does not exist";
 
-/// The CA certificates of Secret `key` (its `ca.crt`) and the tree path they
-/// are written to; `Err` says what is wrong with the Secret. A Service's
-/// pods and an Ingress's clients naming one Secret share the file.
+/// The CA certificates of Secret `key` (its `ca.crt`; without one, its
+/// `tls.crt`, where haproxytech's `server-ca` keeps them) and the tree path
+/// they are written to; `Err` says what is wrong with the Secret. A
+/// Service's pods and an Ingress's clients naming one Secret share the file.
 pub(crate) fn ca_file(store: &Store, key: &ObjectKey) -> Result<(String, Vec<u8>), String> {
-    let pem = store
-        .secret(key)
-        .ok_or(SECRET_MISSING)?
+    let secret = store.secret(key).ok_or(SECRET_MISSING)?;
+    let pem = secret
         .ca_crt
         .as_deref()
-        .ok_or("it has no key \"ca.crt\"")?;
+        .or(secret.tls_crt.as_deref())
+        .ok_or("it has no key \"ca.crt\" (nor \"tls.crt\")")?;
     let certificates = ca_certificates(pem)?;
     Ok((
         format!("certs/ca_{}_{}.pem", key.namespace, key.name),

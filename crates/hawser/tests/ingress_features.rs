@@ -116,13 +116,16 @@ async fn foreign_and_bad_annotations_are_refused_or_reported_never_dropped_silen
     let stderr = &ingress.render.stderr;
     assert!(
         stderr.contains(
-            "rejected: Ingress features/nginx-allowlist: annotation nginx.ingress.kubernetes.io/whitelist-source-range asks for access control"
+            "rejected: Ingress features/nginx-snippet: annotation nginx.ingress.kubernetes.io/configuration-snippet asks for access control"
         ),
         "{stderr}"
     );
     ingress
-        .expect_no_route("nginx-allowlist.example.com", "/")
+        .expect_no_route("nginx-snippet.example.com", "/")
         .await;
+    // ingress-nginx's allow-list is served: this client is outside it.
+    let outside = ingress.get("nginx-allowlist.example.com", "/").await;
+    assert_eq!(outside.status, 403);
     assert!(
         stderr.contains(
             r#"rejected: Ingress features/bad-code: annotation hawser.dev/ssl-redirect-code: "200" is not one of 301, 302, 303, 307, 308"#
@@ -133,7 +136,7 @@ async fn foreign_and_bad_annotations_are_refused_or_reported_never_dropped_silen
 
     assert!(
         stderr.contains(
-            "warning: Ingress features/migrated: annotation nginx.ingress.kubernetes.io/proxy-read-timeout is not served by hawser and is ignored"
+            "warning: Ingress features/migrated: annotation nginx.ingress.kubernetes.io/session-cookie-path is not served by hawser and is ignored"
         ),
         "{stderr}"
     );

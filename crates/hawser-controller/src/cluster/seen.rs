@@ -10,9 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use hawser_model::{Kind, Object, ObjectKey, ObjectRef, Store};
-use hawser_render::features::{
-    AUTH_SECRET_ANNOTATION, BACKEND_CA_SECRET_ANNOTATION, CLIENT_AUTH_SECRET_ANNOTATION,
-};
+use hawser_render::features::{Target, named_secrets};
 
 use super::watch::{Change, Item, Message};
 use super::{ClusterStatus, Scope, WatchStatus};
@@ -266,15 +264,12 @@ impl Cluster {
                 }));
                 // The users of its basic authentication, the CA of its
                 // client certificates.
+                // in any annotation dialect.
+                let namespace = &ingress.key.namespace;
                 referenced.extend(
-                    [
-                        AUTH_SECRET_ANNOTATION,
-                        CLIENT_AUTH_SECRET_ANNOTATION,
-                        BACKEND_CA_SECRET_ANNOTATION,
-                    ]
-                    .iter()
-                    .filter_map(|annotation| ingress.annotations.get(*annotation))
-                    .map(|name| ObjectKey::new(&ingress.key.namespace, name)),
+                    named_secrets(&ingress.annotations, Target::Ingress, namespace)
+                        .iter()
+                        .map(|name| ObjectKey::new(namespace, name)),
                 );
             }
         }
@@ -286,11 +281,11 @@ impl Cluster {
             .take_while(|(object, _)| object.kind == Kind::Service);
         for (_, object) in services {
             if let Object::Service(service) = object {
+                let namespace = &service.key.namespace;
                 referenced.extend(
-                    service
-                        .annotations
-                        .get(BACKEND_CA_SECRET_ANNOTATION)
-                        .map(|name| ObjectKey::new(&service.key.namespace, name)),
+                    named_secrets(&service.annotations, Target::Service, namespace)
+                        .iter()
+                        .map(|name| ObjectKey::new(namespace, name)),
                 );
             }
         }

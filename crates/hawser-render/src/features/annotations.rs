@@ -30,6 +30,9 @@ const ALLOWLIST: &str = "allowlist-source-range";
 const DENYLIST: &str = "denylist-source-range";
 const PERMANENT_REDIRECT: &str = "permanent-redirect";
 const TEMPORAL_REDIRECT: &str = "temporal-redirect";
+const PERMANENT_REDIRECT_CODE: &str = "permanent-redirect-code";
+const TEMPORAL_REDIRECT_CODE: &str = "temporal-redirect-code";
+const LIMIT_STATUS_CODE: &str = "limit-status-code";
 const APP_ROOT: &str = "app-root";
 const RATE_LIMIT_RPS: &str = "rate-limit-rps";
 const RATE_LIMIT_BURST: &str = "rate-limit-burst";
@@ -45,6 +48,7 @@ const CLIENT_AUTH_PASS: &str = "client-auth-pass-certificate";
 const REWRITE_TARGET: &str = "rewrite-target";
 const AUTH_SECRET: &str = "auth-secret";
 const AUTH_REALM: &str = "auth-realm";
+const AUTH_SECRET_TYPE: &str = "auth-secret-type";
 const RESPONSE_HEADERS: &str = "response-headers";
 const AUTH_URL: &str = "auth-url";
 const AUTH_SIGNIN: &str = "auth-signin";
@@ -72,6 +76,9 @@ const INGRESS_ANNOTATIONS: &[&str] = &[
     DENYLIST,
     PERMANENT_REDIRECT,
     TEMPORAL_REDIRECT,
+    PERMANENT_REDIRECT_CODE,
+    TEMPORAL_REDIRECT_CODE,
+    LIMIT_STATUS_CODE,
     APP_ROOT,
     RATE_LIMIT_RPS,
     RATE_LIMIT_BURST,
@@ -81,6 +88,7 @@ const INGRESS_ANNOTATIONS: &[&str] = &[
     AUTH_TYPE,
     AUTH_SECRET,
     AUTH_REALM,
+    AUTH_SECRET_TYPE,
     PROXY_BODY_SIZE,
     USE_REGEX,
     REWRITE_TARGET,
@@ -183,15 +191,26 @@ pub fn ingress_features(
             });
         }
         (Some(location), None) => Some(Redirect {
-            code: 301,
+            code: redirect_code_of(&read, PERMANENT_REDIRECT_CODE)?.unwrap_or(301),
             location,
         }),
         (None, Some(location)) => Some(Redirect {
-            code: 302,
+            code: redirect_code_of(&read, TEMPORAL_REDIRECT_CODE)?.unwrap_or(302),
             location,
         }),
         (None, None) => None,
     };
+    for (code, needs) in [
+        (PERMANENT_REDIRECT_CODE, PERMANENT_REDIRECT),
+        (TEMPORAL_REDIRECT_CODE, TEMPORAL_REDIRECT),
+    ] {
+        if ours.contains_key(code) && !ours.contains_key(needs) {
+            return Err(AnnotationError::Needs {
+                annotation: format!("{ANNOTATION_PREFIX}{code}"),
+                needs: format!("{ANNOTATION_PREFIX}{needs}"),
+            });
+        }
+    }
     let app_root = read.parse(APP_ROOT, values::path)?;
 
     let per_client = |v: &str| values::count(v, 1..=100_000, "a whole number from 1 to 100000");
@@ -210,6 +229,17 @@ pub fn ingress_features(
         (None, None) => None,
     };
     let connection_limit = read.parse(LIMIT_CONNECTIONS, per_client)?;
+    let limit_status = read.parse(LIMIT_STATUS_CODE, |v| {
+        values::code(v, &super::LIMIT_CODES, "one of 403, 429, 503")
+    })?;
+    if limit_status.is_some() && rate_limit.is_none() && connection_limit.is_none() {
+        return Err(AnnotationError::Needs {
+            annotation: format!("{ANNOTATION_PREFIX}{LIMIT_STATUS_CODE}"),
+            needs: format!(
+                "{ANNOTATION_PREFIX}{RATE_LIMIT_RPS} or {ANNOTATION_PREFIX}{LIMIT_CONNECTIONS}"
+            ),
+        });
+    }
     let cors = super::cors::cors(&ours, &read)?;
     // Backend annotations on an Ingress: checked here, applied to its own
     // backends (see `BackendKey::overrides`).
@@ -234,10 +264,17 @@ pub fn ingress_features(
             realm: read
                 .parse(AUTH_REALM, super::auth::realm)?
                 .unwrap_or_else(|| super::auth::DEFAULT_REALM.to_string()),
+            format: read
+                .parse(AUTH_SECRET_TYPE, |v| match v.trim() {
+                    "auth-file" => Ok(super::auth::SecretFormat::File),
+                    "auth-map" => Ok(super::auth::SecretFormat::Map),
+                    _ => Err("auth-file or auth-map"),
+                })?
+                .unwrap_or_default(),
             users: Vec::new(),
         }),
         None => {
-            if let Some(name) = [AUTH_SECRET, AUTH_REALM]
+            if let Some(name) = [AUTH_SECRET, AUTH_REALM, AUTH_SECRET_TYPE]
                 .iter()
                 .find(|n| ours.contains_key(**n))
             {
@@ -329,6 +366,7 @@ pub fn ingress_features(
         app_root,
         rate_limit,
         connection_limit,
+        limit_status,
         cors,
         request_headers,
         response_headers,
@@ -339,6 +377,13 @@ pub fn ingress_features(
         rewrite_target,
         client_auth,
         ssl_passthrough,
+    })
+}
+
+/// The code of a permanent or temporary redirect (`name`), if said.
+fn redirect_code_of(read: &Reader<'_>, name: &'static str) -> Result<Option<u16>, AnnotationError> {
+    read.parse(name, |v| {
+        values::code(v, &REDIRECT_CODES, "one of 301, 302, 303, 307, 308")
     })
 }
 

@@ -23,8 +23,22 @@ pub struct BasicAuth {
     /// The Secret's name, in the Ingress's namespace.
     pub secret: String,
     pub realm: String,
+    /// How the Secret holds its users.
+    pub format: SecretFormat,
     /// `(user, hash)`, in the Secret's order; filled from the store.
     pub users: Vec<(String, String)>,
+}
+
+/// How a basic-auth Secret holds its users (`auth-secret-type`, as
+/// ingress-nginx names them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SecretFormat {
+    /// `auth-file`: htpasswd lines (`user:hash`) in the key `auth`.
+    #[default]
+    File,
+    /// `auth-map`: one key per user, a hash as its value (haproxytech's
+    /// format as well).
+    Map,
 }
 
 /// A realm: printable text without quotes or backslashes, at most 128 bytes.
@@ -59,20 +73,44 @@ pub fn resolve_users(
         why,
     };
     let secret = store.secret(&key).ok_or_else(|| missing_users(&key))?;
-    let text = secret
-        .auth
-        .as_deref()
-        .ok_or_else(|| refuse("it has no key \"auth\" (htpasswd lines)".to_string()))?;
-    let text = std::str::from_utf8(text)
-        .map_err(|_| refuse("its key \"auth\" is not UTF-8 text".to_string()))?;
-    let mut users: Vec<(String, String)> = Vec::new();
-    for (number, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
+    // (where, user, hash) of each user the Secret holds.
+    let mut entries: Vec<(String, String, String)> = Vec::new();
+    match auth.format {
+        SecretFormat::File => {
+            let text = secret
+                .auth
+                .as_deref()
+                .ok_or_else(|| refuse("it has no key \"auth\" (htpasswd lines)".to_string()))?;
+            let text = std::str::from_utf8(text)
+                .map_err(|_| refuse("its key \"auth\" is not UTF-8 text".to_string()))?;
+            for (number, line) in text.lines().enumerate() {
+                let line = line.trim();
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                let place = format!("line {} of its key \"auth\"", number + 1);
+                let (user, hash) = line
+                    .split_once(':')
+                    .ok_or_else(|| refuse(format!("{place} is not user:hash")))?;
+                entries.push((place, user.to_string(), hash.to_string()));
+            }
         }
-        let at = |why: &str| refuse(format!("line {} of its key \"auth\" {why}", number + 1));
-        let (user, hash) = line.split_once(':').ok_or_else(|| at("is not user:hash"))?;
+        SecretFormat::Map => {
+            for (user, hash) in &secret.entries {
+                let hash = std::str::from_utf8(hash).map_err(|_| {
+                    refuse("the value of one of its keys is not UTF-8 text".to_string())
+                })?;
+                entries.push((
+                    "one of its keys".to_string(),
+                    user.clone(),
+                    hash.trim().to_string(),
+                ));
+            }
+        }
+    }
+    let mut users: Vec<(String, String)> = Vec::new();
+    for (place, user, hash) in entries {
+        let at = |why: &str| refuse(format!("{place} {why}"));
         let user_ok = !user.is_empty()
             && user.len() <= 64
             && user
@@ -83,18 +121,23 @@ pub fn resolve_users(
                 "names a user with characters other than letters, digits and . _ @ -",
             ));
         }
-        if !crypt_hash(hash) {
+        if !crypt_hash(&hash) {
             return Err(at(
-                "holds a hash that is not bcrypt ($2a$, $2b$, $2y$), SHA-256-crypt ($5$) or SHA-512-crypt ($6$)",
+                "holds a hash that is not bcrypt ($2a$, $2b$, $2y$), SHA-256-crypt ($5$) or SHA-512-crypt ($6$); make one with htpasswd -B or openssl passwd -6",
             ));
         }
-        if users.iter().any(|(u, _)| u == user) {
+        if users.iter().any(|(u, _)| *u == user) {
             return Err(at("names a user twice"));
         }
-        users.push((user.to_string(), hash.to_string()));
+        users.push((user, hash));
     }
     if users.is_empty() {
-        return Err(refuse("its key \"auth\" names no user".to_string()));
+        return Err(refuse(match auth.format {
+            SecretFormat::File => "its key \"auth\" names no user".to_string(),
+            SecretFormat::Map => {
+                "it holds no user (one key per user, a hash as its value)".to_string()
+            }
+        }));
     }
     auth.users = users;
     Ok(())
@@ -154,6 +197,7 @@ mod tests {
             tls_key: None,
             auth: auth.map(|a| a.as_bytes().to_vec()),
             ca_crt: None,
+            entries: Default::default(),
         }));
         store
     }
@@ -162,6 +206,7 @@ mod tests {
         let mut basic = BasicAuth {
             secret: "users".to_string(),
             realm: DEFAULT_REALM.to_string(),
+            format: SecretFormat::File,
             users: Vec::new(),
         };
         resolve_users(&mut basic, &store_with(auth), "app")
@@ -208,6 +253,7 @@ mod tests {
         let mut basic = BasicAuth {
             secret: "gone".to_string(),
             realm: DEFAULT_REALM.to_string(),
+            format: SecretFormat::File,
             users: Vec::new(),
         };
         let error = resolve_users(&mut basic, &Store::new(), "app").unwrap_err();

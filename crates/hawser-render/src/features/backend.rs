@@ -16,6 +16,10 @@ const AFFINITY: &str = "affinity";
 const SESSION_COOKIE_NAME: &str = "session-cookie-name";
 const SESSION_COOKIE_MAX_AGE: &str = "session-cookie-max-age";
 const BACKEND_CA_SECRET: &str = "backend-ca-secret";
+const BALANCE: &str = "balance";
+const TIMEOUT_SERVER: &str = "timeout-server";
+/// The balance algorithms a backend may use.
+const BALANCE_ALGORITHMS: &[&str] = &["roundrobin", "leastconn", "first", "source", "random"];
 /// The annotation saying how HAProxy talks to a Service's pods.
 pub const BACKEND_PROTOCOL_ANNOTATION: &str = "hawser.dev/backend-protocol";
 /// The annotation naming the Secret (key `ca.crt`) a Service's TLS pods are
@@ -30,6 +34,8 @@ pub const BACKEND_ANNOTATIONS: &[&str] = &[
     SESSION_COOKIE_NAME,
     SESSION_COOKIE_MAX_AGE,
     BACKEND_CA_SECRET,
+    BALANCE,
+    TIMEOUT_SERVER,
 ];
 /// ingress-nginx's `session-cookie-name` default.
 const DEFAULT_COOKIE: &str = "INGRESSCOOKIE";
@@ -58,6 +64,10 @@ pub struct BackendFeatures {
     /// The Secret (in the Service's namespace) whose `ca.crt` TLS pods are
     /// verified with, and the tree path it is written to once read.
     pub ca: Option<(String, String)>,
+    /// The balance algorithm (`roundrobin` unless said).
+    pub balance: Option<String>,
+    /// The backend's `timeout server`.
+    pub timeout_server: Option<String>,
 }
 
 impl BackendFeatures {
@@ -170,12 +180,25 @@ pub fn backend_features(ours: &BTreeMap<&str, &str>) -> Result<BackendFeatures, 
             needs: format!("{ANNOTATION_PREFIX}{BACKEND_PROTOCOL}: HTTPS or GRPCS"),
         });
     }
+    let balance = read.parse(BALANCE, |v| {
+        BALANCE_ALGORITHMS
+            .contains(&v.trim())
+            .then(|| v.trim().to_string())
+            .ok_or("one of roundrobin, leastconn, first, source, random")
+    })?;
+    let timeout_server = read.parse(TIMEOUT_SERVER, |v| {
+        crate::validate::duration("timeout", v.trim())
+            .map(|()| v.trim().to_string())
+            .map_err(|_| "a duration (30s, 5m, or milliseconds)")
+    })?;
     Ok(BackendFeatures {
         protocol,
         sni,
         proxy_protocol,
         affinity,
         ca: ca.map(|name| (name, String::new())),
+        balance,
+        timeout_server,
     })
 }
 

@@ -47,9 +47,12 @@ pub fn origins(value: &str) -> Result<Vec<String>, Expected> {
 }
 
 /// A comma-separated list of HTTP tokens (methods or header names), written
-/// back as `A, B, C`.
+/// back as `A, B, C`; or `*` alone (any, for requests without credentials).
 pub fn tokens(value: &str) -> Result<String, Expected> {
-    const EXPECTED: Expected = "a comma-separated list of names (letters, digits and -)";
+    const EXPECTED: Expected = "\"*\" or a comma-separated list of names (letters, digits and -)";
+    if value.trim() == "*" {
+        return Ok("*".to_string());
+    }
     let names: Vec<&str> = value
         .split(',')
         .map(str::trim)

@@ -57,18 +57,23 @@ pub enum ForeignAnnotations {
     Ignore,
 }
 
-/// What an Ingress's foreign annotations mean under `policy`: `Err` with
-/// the refusal, or the warnings to report (one per ignored annotation).
+/// What an object's foreign annotations (of [`FOREIGN_PREFIXES`] and
+/// `also`) mean under `policy`: `Err` with the refusal, or the warnings to
+/// report (one per ignored annotation).
 pub fn foreign_annotations(
     annotations: &BTreeMap<String, String>,
     policy: ForeignAnnotations,
+    also: &[&str],
 ) -> Result<Vec<String>, String> {
     if policy == ForeignAnnotations::Ignore {
         return Ok(Vec::new());
     }
-    let foreign = annotations
-        .keys()
-        .filter(|key| FOREIGN_PREFIXES.iter().any(|p| key.starts_with(p)));
+    let foreign = annotations.keys().filter(|key| {
+        FOREIGN_PREFIXES
+            .iter()
+            .chain(also)
+            .any(|p| key.starts_with(p))
+    });
     let mut warnings = Vec::new();
     for key in foreign {
         let name = key.rsplit('/').next().unwrap_or(key);
@@ -116,9 +121,10 @@ mod tests {
             "haproxy.org/deny-list",
             "haproxy.org/blacklist",
         ] {
-            let refused = foreign_annotations(&annotations(&[key]), ForeignAnnotations::Refuse);
+            let refused =
+                foreign_annotations(&annotations(&[key]), ForeignAnnotations::Refuse, &[]);
             assert!(refused.is_err_and(|e| e.contains(key)), "{key}");
-            let warned = foreign_annotations(&annotations(&[key]), ForeignAnnotations::Warn);
+            let warned = foreign_annotations(&annotations(&[key]), ForeignAnnotations::Warn, &[]);
             assert_eq!(warned.map(|w| w.len()), Ok(1), "{key}");
         }
         let other = annotations(&[
@@ -126,11 +132,11 @@ mod tests {
             "kubernetes.io/ingress.class",
             "example.com/team",
         ]);
-        let warnings = foreign_annotations(&other, ForeignAnnotations::Refuse).unwrap();
+        let warnings = foreign_annotations(&other, ForeignAnnotations::Refuse, &[]).unwrap();
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("proxy-read-timeout"));
         assert_eq!(
-            foreign_annotations(&other, ForeignAnnotations::Ignore),
+            foreign_annotations(&other, ForeignAnnotations::Ignore, &[]),
             Ok(Vec::new())
         );
     }

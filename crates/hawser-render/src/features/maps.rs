@@ -7,9 +7,10 @@
 //! |---|---|---|
 //! | `maps/https_redirect.map` | code | one per code, always there |
 //! | `maps/hsts.map` | `Strict-Transport-Security` value | always there |
-//! | `maps/redirect_301.map`, `maps/redirect_302.map` | location | always there |
+//! | `maps/redirect.map`, `maps/redirect_code.map` | location, code | one per code, always there |
 //! | `maps/app_root.map` | path | always there |
 //! | `maps/rate_limit.map`, `maps/connection_limit.map` | requests a second, requests in flight | always there |
+//! | `maps/limit_status.map` | the status over a limit (429 unless said) | one per code, always there |
 //! | `maps/cors_origins.map` | keyed `<id>\|<origin>` (or `<id>\|*`) | always there |
 //! | `maps/cors_methods.map`, `cors_headers`, `cors_expose`, `cors_max_age`, `cors_credentials` | header values | always there |
 //! | `maps/allow_<ns>_<name>.map`, `maps/deny_<ns>_<name>.map` | networks (`map_ip`) | one per Ingress with a list |
@@ -24,7 +25,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::{FeaturesByIngress, IngressFeatures, REDIRECT_CODES};
+use super::{FeaturesByIngress, IngressFeatures, LIMIT_CODES, REDIRECT_CODES};
 use crate::config::Settings;
 use hawser_plan::{MapEntry, MapPlan, MatchKind};
 
@@ -33,8 +34,9 @@ use hawser_plan::{MapEntry, MapPlan, MatchKind};
 pub const LIMITS_TABLE: &str = "hawser_limits";
 const HTTPS_REDIRECT_MAP: &str = "maps/https_redirect.map";
 const HSTS_MAP: &str = "maps/hsts.map";
-const REDIRECT_301_MAP: &str = "maps/redirect_301.map";
-const REDIRECT_302_MAP: &str = "maps/redirect_302.map";
+const REDIRECT_MAP: &str = "maps/redirect.map";
+const REDIRECT_CODE_MAP: &str = "maps/redirect_code.map";
+const LIMIT_STATUS_MAP: &str = "maps/limit_status.map";
 const APP_ROOT_MAP: &str = "maps/app_root.map";
 const RATE_LIMIT_MAP: &str = "maps/rate_limit.map";
 const CONNECTION_LIMIT_MAP: &str = "maps/connection_limit.map";
@@ -58,8 +60,10 @@ pub struct FeatureView {
     pub https_redirect_map: &'static str,
     pub redirect_codes: [u16; 5],
     pub hsts_map: &'static str,
-    pub redirect_301_map: &'static str,
-    pub redirect_302_map: &'static str,
+    pub redirect_map: &'static str,
+    pub redirect_code_map: &'static str,
+    pub limit_status_map: &'static str,
+    pub limit_codes: [u16; 3],
     pub app_root_map: &'static str,
     pub rate_limit_map: &'static str,
     pub connection_limit_map: &'static str,
@@ -162,8 +166,9 @@ pub(crate) fn feature_maps(
 ) -> (Vec<MapPlan>, FeatureView) {
     let mut https_redirect = Vec::new();
     let mut hsts = Vec::new();
-    let mut redirect_301 = Vec::new();
-    let mut redirect_302 = Vec::new();
+    let mut redirect = Vec::new();
+    let mut redirect_code = Vec::new();
+    let mut limit_status = Vec::new();
     let mut app_root = Vec::new();
     let mut rate_limit = Vec::new();
     let mut connection_limit = Vec::new();
@@ -190,13 +195,12 @@ pub(crate) fn feature_maps(
         }
         let ids = ids_of(key, f);
         for id in &ids {
-            if let Some(redirect) = &f.redirect {
-                let map = if redirect.code == 301 {
-                    &mut redirect_301
-                } else {
-                    &mut redirect_302
-                };
-                map.push(entry(id, redirect.location.clone()));
+            if let Some(to) = &f.redirect {
+                redirect.push(entry(id, to.location.clone()));
+                redirect_code.push(entry(id, to.code.to_string()));
+            }
+            if let Some(code) = f.limit_status {
+                limit_status.push(entry(id, code.to_string()));
             }
             if let Some(root) = &f.app_root {
                 app_root.push(entry(id, root.clone()));
@@ -278,8 +282,9 @@ pub(crate) fn feature_maps(
     let mut maps = vec![
         map(HTTPS_REDIRECT_MAP, MatchKind::Str, https_redirect),
         map(HSTS_MAP, MatchKind::Str, hsts),
-        map(REDIRECT_301_MAP, MatchKind::Str, redirect_301),
-        map(REDIRECT_302_MAP, MatchKind::Str, redirect_302),
+        map(REDIRECT_MAP, MatchKind::Str, redirect),
+        map(REDIRECT_CODE_MAP, MatchKind::Str, redirect_code),
+        map(LIMIT_STATUS_MAP, MatchKind::Str, limit_status),
         map(APP_ROOT_MAP, MatchKind::Str, app_root),
         map(RATE_LIMIT_MAP, MatchKind::Str, rate_limit),
         map(CONNECTION_LIMIT_MAP, MatchKind::Str, connection_limit),
@@ -325,8 +330,10 @@ pub(crate) fn feature_maps(
         https_redirect_map: HTTPS_REDIRECT_MAP,
         redirect_codes: REDIRECT_CODES,
         hsts_map: HSTS_MAP,
-        redirect_301_map: REDIRECT_301_MAP,
-        redirect_302_map: REDIRECT_302_MAP,
+        redirect_map: REDIRECT_MAP,
+        redirect_code_map: REDIRECT_CODE_MAP,
+        limit_status_map: LIMIT_STATUS_MAP,
+        limit_codes: LIMIT_CODES,
         app_root_map: APP_ROOT_MAP,
         rate_limit_map: RATE_LIMIT_MAP,
         connection_limit_map: CONNECTION_LIMIT_MAP,

@@ -86,8 +86,8 @@ fn a_bad_value_names_the_annotation_the_value_and_what_is_expected() {
             r#"annotation hawser.dev/permanent-redirect: "/relative" is not an absolute http:// or https:// URL"#,
         ),
         (
-            ("balance", "leastconn"),
-            "annotation hawser.dev/balance is not one hawser knows",
+            ("balancer", "leastconn"),
+            "annotation hawser.dev/balancer is not one hawser knows",
         ),
         (
             ("auth-url", "https://auth.example.com/"),

@@ -174,6 +174,7 @@ fn tls_secret(namespace: &str, name: &str) -> Object {
         tls_key: Some(b"key".to_vec()),
         auth: None,
         ca_crt: None,
+        entries: Default::default(),
     })
 }
 

@@ -6,42 +6,39 @@ use hawser_model::{Ingress, ObjectKey, ObjectRef, Store};
 
 use super::{Passthrough, Route, RouteTable};
 use crate::config::Settings;
-use crate::features::{self, IngressFeatures};
+use crate::features::{self, Annotations, IngressFeatures};
 use crate::report::Diagnostics;
 
-/// The features an Ingress's annotations ask for; `Err` refuses it (a bad
-/// `hawser.dev/` value, or another dialect's annotation that must not be
-/// served without). Ignored foreign annotations are reported as warnings.
-pub(super) fn served_features(
-    ingress: &Ingress,
+/// The features an Ingress's annotations ask for, and its annotations in
+/// hawser's dialect; `Err` refuses it (a bad value, or an annotation that
+/// must not be served without). What is ignored or served otherwise than
+/// its dialect's controller does is reported as a warning.
+pub(super) fn served_features<'a>(
+    ingress: &'a Ingress,
     store: &Store,
     settings: &Settings,
     object: &ObjectRef,
     diags: &mut Diagnostics,
-) -> Result<IngressFeatures, String> {
-    let ignored =
-        features::foreign_annotations(&ingress.annotations, settings.foreign_annotations)?;
-    let mut features =
-        features::effective_features(ingress, settings).map_err(|e| e.to_string())?;
+) -> Result<(IngressFeatures, Annotations<'a>), String> {
+    let (mut features, read) = features::effective_features(ingress, settings)?;
+    let in_their_words = |message: String| read.in_their_words(message);
     if let Some(auth) = &mut features.basic_auth {
-        features::resolve_users(auth, store, &ingress.key.namespace).map_err(|e| e.to_string())?;
+        features::resolve_users(auth, store, &ingress.key.namespace)
+            .map_err(|e| in_their_words(e.to_string()))?;
     }
     if let Some(client) = &mut features.client_auth {
         features::resolve_client_ca(client, store, &ingress.key.namespace)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| in_their_words(e.to_string()))?;
     }
-    if let Some(name) = ingress
-        .annotations
-        .get(features::BACKEND_CA_SECRET_ANNOTATION)
-    {
+    if let Some(name) = read.map.get(features::BACKEND_CA_SECRET_ANNOTATION) {
         // Read here so that a Secret missing or wrong refuses this Ingress,
         // not the Service its backends share (see `BackendKey::overrides`).
         let key = ObjectKey::new(&ingress.key.namespace, name.as_str());
         crate::tls::ca_file(store, &key).map_err(|why| {
-            format!(
+            in_their_words(format!(
                 "annotation {}: Secret {key}: {why}; the Ingress is refused rather than its pods spoken to unverified",
                 features::BACKEND_CA_SECRET_ANNOTATION
-            )
+            ))
         })?;
     }
     if let Some(auth) = &features.external_auth {
@@ -50,12 +47,12 @@ pub(super) fn served_features(
             &ingress.key.namespace,
             &settings.auth_service_namespaces,
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| in_their_words(e.to_string()))?;
     }
-    for warning in ignored {
-        diags.warn(object, warning);
+    for warning in &read.warnings {
+        diags.warn(object, warning.clone());
     }
-    Ok(features)
+    Ok((features, read))
 }
 
 /// Each TLS host of a passthrough Ingress goes whole, by SNI, to the backend

@@ -162,7 +162,7 @@ fn ingress_outcomes(
             };
             let features = match state {
                 IngressState::Served => effective_features(ingress, settings)
-                    .map(|f| f.describe())
+                    .map(|(f, _)| f.describe())
                     .unwrap_or_default(),
                 _ => Vec::new(),
             };

@@ -20,6 +20,7 @@ fn secret(name: &str) -> Item {
         tls_key: Some(b"key".to_vec()),
         auth: None,
         ca_crt: None,
+        entries: Default::default(),
     }))
 }
 
@@ -164,6 +165,7 @@ fn a_relist_replaces_only_its_own_namespace() {
         tls_key: None,
         auth: None,
         ca_crt: None,
+        entries: Default::default(),
     }));
     for (scope, item) in [
         (namespaced("app"), secret("a")),

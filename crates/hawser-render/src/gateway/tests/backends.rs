@@ -360,6 +360,7 @@ fn the_backends_used_become_haproxy_backends() {
     let mut diags = crate::report::Diagnostics::default();
     let plans = crate::backends::backend_plans(
         &store,
+        &crate::config::Settings::default(),
         &routing.table.backends,
         &mut Default::default(),
         &mut diags,
