@@ -39,9 +39,11 @@ pub use backend::{
     BackendFeatures, BackendProtocol, backend_features,
 };
 pub use cors::{CORS_DEFAULT_HEADERS, CORS_DEFAULT_METHODS};
-pub use dialects::{Annotations, Dialect, DialectError, Target, named_secrets, read_annotations};
+pub use dialects::{
+    Annotations, Dialect, DialectError, Target, Verdict, explain, named_secrets, read_annotations,
+};
 pub use external_auth::{ExternalAuth, check_namespace};
-pub use foreign::{ForeignAnnotations, foreign_annotations};
+pub use foreign::{ForeignAnnotations, foreign_annotations, is_security};
 pub use maps::LIMITS_TABLE;
 pub(crate) use maps::{FeatureView, feature_maps};
 pub use values::Cidr;
@@ -308,7 +310,7 @@ impl IngressFeatures {
 
 /// Whether `route_host` (empty: any host) is one of `ingress`'s TLS hosts
 /// (its `tls[].hosts`, which may hold one-label wildcards).
-pub(crate) fn is_tls_host(route_host: &str, ingress: &hawser_model::Ingress) -> bool {
+pub fn is_tls_host(route_host: &str, ingress: &hawser_model::Ingress) -> bool {
     let mut tls_hosts = ingress.tls.iter().flat_map(|tls| &tls.hosts);
     !route_host.is_empty()
         && tls_hosts.any(|tls| {

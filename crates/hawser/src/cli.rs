@@ -54,6 +54,17 @@ pub enum Command {
     /// or an unreadable --manifests; malformed manifests are reported with
     /// their file and line.
     Status(StatusArgs),
+    /// Say what becomes of each Ingress moved to hawser from ingress-nginx
+    /// or haproxytech's controller: every annotation served as it is,
+    /// served with a difference (said), ignored, or refused (why), and
+    /// whether the Ingress would be served at all; then a summary.
+    ///
+    /// Every Ingress is judged as if its class were hawser's. `--tests FILE`
+    /// writes a config file of `hawser test` cases (one per host and path)
+    /// to prove the cut-over against the real HAProxy first. Exits 1 when
+    /// an Ingress would be refused or would lose access control, 0
+    /// otherwise, 64 for an invalid config or an unreadable --manifests.
+    Migrate(MigrateArgs),
     /// Prove the config's validation tests (its `tests:` list) against the
     /// real HAProxy.
     ///
@@ -190,6 +201,32 @@ pub struct StatusArgs {
     /// `text` for people, `json` for the Kubernetes status stanzas.
     #[arg(long, value_enum, default_value_t = StatusOutput::Text)]
     pub output: StatusOutput,
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// The controller the Ingresses come from: only its annotations (and
+    /// hawser's) are read; by default every dialect of the setting
+    /// annotationFrontends is.
+    #[arg(long, value_enum)]
+    pub from: Option<MigrateFrom>,
+    /// Write `hawser test` cases proving each host and path to this file (a
+    /// config file: `hawser test --manifests DIR --config FILE`).
+    #[arg(long, value_name = "FILE")]
+    pub tests: Option<PathBuf>,
+    /// `text` for people, `json` for tools.
+    #[arg(long, value_enum, default_value_t = StatusOutput::Text)]
+    pub output: StatusOutput,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MigrateFrom {
+    /// ingress-nginx (`nginx.ingress.kubernetes.io/`).
+    Nginx,
+    /// haproxytech's controller (`haproxy.org/`).
+    Haproxytech,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

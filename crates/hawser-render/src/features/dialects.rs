@@ -21,11 +21,14 @@
 //! difference is said (a warning). Which front-ends are on is the setting
 //! `annotationFrontends`.
 
+mod explain;
 mod haproxytech;
 mod nginx;
 
+pub use explain::{Verdict, explain};
+
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -74,9 +77,19 @@ pub struct Annotations<'a> {
     origins: BTreeMap<String, String>,
     /// What is ignored, or served otherwise than its controller does.
     pub warnings: Vec<String>,
+    /// The annotations of other dialects a front-end read (whole names).
+    consumed: BTreeSet<String>,
+    /// Read without translation: every `hawser.dev/` annotation is read.
+    as_is: bool,
 }
 
 impl Annotations<'_> {
+    /// Whether a front-end read the annotation `key` (served it, perhaps
+    /// with a difference).
+    pub fn reads(&self, key: &str) -> bool {
+        self.consumed.contains(key) || (self.as_is && key.starts_with(ANNOTATION_PREFIX))
+    }
+
     /// `message` with each translated `hawser.dev/` name replaced by the
     /// annotation the user wrote, so an error names what to fix.
     pub fn in_their_words(&self, message: String) -> String {
@@ -182,6 +195,8 @@ pub fn read_annotations<'a>(
             map: Cow::Borrowed(annotations),
             origins: BTreeMap::new(),
             warnings,
+            consumed: BTreeSet::new(),
+            as_is: true,
         });
     }
     let mut t = Translation::default();
@@ -190,6 +205,7 @@ pub fn read_annotations<'a>(
         if key.starts_with(ANNOTATION_PREFIX) {
             if hawser_on {
                 t.set_as_is(key, value)?;
+                t.consumed.insert(key.clone());
             } else {
                 unserved.insert(key.clone(), value.clone());
             }
@@ -216,7 +232,9 @@ pub fn read_annotations<'a>(
             Dialect::Hawser => {}
         }
         for (name, (key, value)) in &read.annotations {
-            if !read.used.contains(name) {
+            if read.used.contains(name) {
+                t.consumed.insert(key.to_string());
+            } else {
                 unserved.insert(key.to_string(), value.to_string());
             }
         }
@@ -305,6 +323,8 @@ pub(super) struct Translation {
     /// several annotations may add to them.
     headers: BTreeMap<&'static str, BTreeMap<String, (String, String)>>,
     warnings: Vec<String>,
+    /// The annotations read (whole names).
+    consumed: BTreeSet<String>,
 }
 
 /// The hawser annotations whose value is `Name: value` lines that several
@@ -413,6 +433,8 @@ impl Translation {
             map: Cow::Owned(map),
             origins,
             warnings,
+            consumed: self.consumed,
+            as_is: false,
         }
     }
 }

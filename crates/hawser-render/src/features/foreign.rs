@@ -57,6 +57,13 @@ pub enum ForeignAnnotations {
     Ignore,
 }
 
+/// Whether the annotation `key` is about access control, authentication,
+/// rate limits, raw configuration or verifying the pods (by its name).
+pub fn is_security(key: &str) -> bool {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    SECURITY_WORDS.iter().any(|word| name.contains(word))
+}
+
 /// What an object's foreign annotations (of [`FOREIGN_PREFIXES`] and
 /// `also`) mean under `policy`: `Err` with the refusal, or the warnings to
 /// report (one per ignored annotation).
@@ -76,11 +83,10 @@ pub fn foreign_annotations(
     });
     let mut warnings = Vec::new();
     for key in foreign {
-        let name = key.rsplit('/').next().unwrap_or(key);
-        let security = SECURITY_WORDS.iter().any(|word| name.contains(word));
+        let security = is_security(key);
         if security && policy == ForeignAnnotations::Refuse {
             return Err(format!(
-                "annotation {key} asks for access control, authentication, a rate limit, a snippet or verified pods that hawser does not serve; the Ingress is refused rather than served without it (docs/annotations.md lists what hawser serves; the setting foreignAnnotations: warn serves it anyway)"
+                "annotation {key} asks for access control, authentication, a rate limit, a snippet or verified pods that hawser does not serve; it is refused rather than served without it (docs/annotations.md lists what hawser serves; the setting foreignAnnotations: warn serves it anyway)"
             ));
         }
         warnings.push(format!(

@@ -14,6 +14,21 @@ pub struct Cidr {
     pub prefix: u8,
 }
 
+impl Cidr {
+    /// Whether `ip` is in this network.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let (network, ip, bits) = match (self.address, ip) {
+            (IpAddr::V4(n), IpAddr::V4(a)) => {
+                (u128::from(u32::from(n)), u128::from(u32::from(a)), 32)
+            }
+            (IpAddr::V6(n), IpAddr::V6(a)) => (u128::from(n), u128::from(a), 128),
+            _ => return false,
+        };
+        let host_bits = bits - u32::from(self.prefix.min(bits as u8));
+        host_bits >= 128 || network >> host_bits == ip >> host_bits
+    }
+}
+
 impl fmt::Display for Cidr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.address, self.prefix)
