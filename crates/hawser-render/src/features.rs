@@ -20,6 +20,7 @@
 mod annotations;
 mod auth;
 mod backend;
+mod canary;
 mod cors;
 mod dialects;
 mod external_auth;
@@ -38,6 +39,7 @@ pub use backend::{
     BACKEND_ANNOTATIONS, BACKEND_CA_SECRET_ANNOTATION, BACKEND_PROTOCOL_ANNOTATION,
     BackendFeatures, BackendProtocol, backend_features,
 };
+pub use canary::Canary;
 pub use cors::{CORS_DEFAULT_HEADERS, CORS_DEFAULT_METHODS};
 pub use dialects::{
     Annotations, Dialect, DialectError, Target, Verdict, explain, named_secrets, read_annotations,
@@ -88,6 +90,9 @@ pub struct IngressFeatures {
     pub basic_auth: Option<BasicAuth>,
     /// An auth service decides on every request.
     pub external_auth: Option<ExternalAuth>,
+    /// The Ingress is a canary: it takes a share of the requests of the
+    /// routes another Ingress serves (its own route features do not apply).
+    pub canary: Option<Canary>,
     /// The largest request body accepted, in bytes (413 above).
     pub body_size: Option<u64>,
     /// The Ingress's paths are PCRE2 regular expressions, matched
@@ -247,6 +252,21 @@ impl IngressFeatures {
             lines.push(format!(
                 "basic authentication (users of Secret {}, realm {:?})",
                 auth.secret, auth.realm
+            ));
+        }
+        if let Some(canary) = &self.canary {
+            let mut ways = Vec::new();
+            if let Some(header) = &canary.header {
+                let value = canary.header_value.as_deref().unwrap_or("always");
+                ways.push(format!("header {header}: {value}"));
+            }
+            if let Some(cookie) = &canary.cookie {
+                ways.push(format!("cookie {cookie}=always"));
+            }
+            ways.push(format!("{} in {} of the rest", canary.weight, canary.total));
+            lines.push(format!(
+                "canary of the Ingress serving its routes: {}",
+                ways.join(", then ")
             ));
         }
         if let Some(auth) = &self.external_auth {

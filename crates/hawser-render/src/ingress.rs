@@ -46,6 +46,8 @@ pub(crate) struct Target {
     pub owner: ObjectRef,
     /// The route's index in its Ingress, when the Ingress rewrites paths.
     pub rewrite: Option<usize>,
+    /// The canary Ingress (`namespace/name`) taking a share of the route.
+    pub canary: Option<String>,
 }
 
 /// A TLS Secret as the Ingresses use it.
@@ -80,17 +82,25 @@ pub(crate) struct RouteTable {
     pub ca_files: BTreeMap<String, Vec<u8>>,
     /// TLS hosts passed through whole (`ssl-passthrough`), by SNI.
     pub passthrough: Vec<Passthrough>,
+    /// Canary Ingresses by `namespace/name`: their backend and what they take.
+    pub canaries: BTreeMap<String, canary::CanaryRoute>,
 }
 
 impl Target {
     /// The routes-map value: the backend, then `@` and the feature-set id
-    /// when the route has one.
+    /// when the route has one, `@` and the rewrite index when it rewrites,
+    /// `@` and the canary when one shares it (empty fields between).
     pub fn map_value(&self) -> String {
-        match (&self.features, self.rewrite) {
-            (Some(id), Some(index)) => format!("{}@{id}@{index}", self.backend),
-            (Some(id), None) => format!("{}@{id}", self.backend),
-            (None, _) => self.backend.clone(),
+        let mut fields = vec![self.backend.clone()];
+        let features = self.features.clone().unwrap_or_default();
+        let rewrite = self.rewrite.map(|i| i.to_string()).unwrap_or_default();
+        match &self.canary {
+            Some(canary) => fields.extend([features, rewrite, canary.clone()]),
+            None if self.rewrite.is_some() => fields.extend([features, rewrite]),
+            None if self.features.is_some() => fields.push(features),
+            None => {}
         }
+        fields.join("@")
     }
 }
 
@@ -150,6 +160,7 @@ pub(crate) fn route_table(
         order(a).cmp(&order(b)).then_with(|| a.key.cmp(&b.key))
     });
 
+    let mut canaries = Vec::new();
     for ingress in owned {
         let object = ObjectRef::new(Kind::Ingress, ingress.key.clone());
         let served = served_features(ingress, store, settings, &object, diags).and_then(
@@ -163,6 +174,11 @@ pub(crate) fn route_table(
         match served {
             Ok((routes, default_backend, mut features)) => {
                 let key = format!("{}/{}", ingress.key.namespace, ingress.key.name);
+                if let Some(canary) = features.canary.take() {
+                    // Shares the routes of others: attached once they are all in.
+                    canaries.push((object, key, routes, canary));
+                    continue;
+                }
                 if features.ssl_passthrough {
                     add_passthrough(&mut table, ingress, &routes, &object, diags);
                 }
@@ -190,6 +206,9 @@ pub(crate) fn route_table(
             }
             Err(reason) => diags.reject(&object, reason),
         }
+    }
+    for (object, key, routes, canary) in canaries {
+        canary::attach(&mut table, &object, key, &routes, canary, diags);
     }
     table
 }
@@ -305,35 +324,56 @@ fn add_routes(
             }
             _ => None,
         };
+        let exact_type = route.path_type == PathType::Exact;
+        let keys = route_keys(&route);
         table
             .backends
             .entry(route.backend)
             .or_insert_with(|| object.clone());
-        let target = |exact_type| Target {
-            backend: backend.clone(),
-            features: feature_set.clone(),
-            exact_type,
-            owner: object.clone(),
-            rewrite,
-        };
-        if route.regex {
-            let key = regex::regex_key(&route.host, &route.path);
-            claim(&mut table.regex, key, target(false), diags);
-            continue;
+        for (map, key) in keys {
+            let target = Target {
+                backend: backend.clone(),
+                features: feature_set.clone(),
+                exact_type,
+                owner: object.clone(),
+                rewrite,
+                canary: None,
+            };
+            match map {
+                RouteMap::Regex => claim(&mut table.regex, key, target, diags),
+                RouteMap::Exact => claim_exact(&mut table.exact, key, target, diags),
+                RouteMap::Prefix => claim(&mut table.prefix, key, target, diags),
+            }
         }
-        let whole = format!("{}{}", route.host, route.path);
-        if route.path_type == PathType::Exact {
-            claim_exact(&mut table.exact, whole, target(true), diags);
-            continue;
-        }
-        // Prefix and ImplementationSpecific: element-wise prefix; a trailing '/' is ignored.
-        let prefix = route.path.trim_end_matches('/');
-        let key = format!("{}{}", route.host, prefix);
-        if !prefix.is_empty() {
-            claim_exact(&mut table.exact, key.clone(), target(false), diags);
-        }
-        claim(&mut table.prefix, format!("{key}/"), target(false), diags);
     }
+}
+
+/// Which routing map an entry goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RouteMap {
+    Exact,
+    Prefix,
+    Regex,
+}
+
+/// The map entries a route makes: a regex key; an Exact path's whole key;
+/// a Prefix (or ImplementationSpecific) path's own text as an exact key and
+/// its element-wise prefix key (a trailing '/' ignored).
+fn route_keys(route: &Route) -> Vec<(RouteMap, String)> {
+    if route.regex {
+        return vec![(RouteMap::Regex, regex::regex_key(&route.host, &route.path))];
+    }
+    if route.path_type == PathType::Exact {
+        return vec![(RouteMap::Exact, format!("{}{}", route.host, route.path))];
+    }
+    let prefix = route.path.trim_end_matches('/');
+    let key = format!("{}{}", route.host, prefix);
+    let mut keys = Vec::new();
+    if !prefix.is_empty() {
+        keys.push((RouteMap::Exact, key.clone()));
+    }
+    keys.push((RouteMap::Prefix, format!("{key}/")));
+    keys
 }
 
 /// An Exact entry replaces a Prefix one for the same key; otherwise the first claim stays.
@@ -424,6 +464,8 @@ fn add_tls(
     }
 }
 
+mod canary;
+pub(crate) use canary::{CanaryView, canary_maps};
 mod regex;
 mod served;
 #[cfg(test)]

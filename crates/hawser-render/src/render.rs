@@ -105,6 +105,8 @@ struct Routing<'a> {
     regex_map: &'static str,
     /// `replace-path` lines, one per route of an Ingress that rewrites.
     rewrites: &'a [crate::ingress::Rewrite],
+    /// Canary Ingresses' maps and the header and cookie names they go by.
+    canary: crate::ingress::CanaryView,
     key_end: char,
     default_backend: &'a str,
     not_found_backend: &'static str,
@@ -190,6 +192,8 @@ impl Renderer {
         backends.sort_by(|a, b| a.name.cmp(&b.name));
         add_listener_certificates(&mut routes.tls, &gateway_table);
         let mut maps = route_maps(&routes);
+        let (canary_maps, canary_view) = crate::ingress::canary_maps(&routes.canaries);
+        maps.extend(canary_maps);
         let (feature_maps, feature_view) = features::feature_maps(&routes.features, settings);
         maps.extend(feature_maps);
         maps.extend(gateway_view.map_plan.take());
@@ -231,6 +235,7 @@ impl Renderer {
                 map: ROUTES_MAP_PATH,
                 regex_map: REGEX_ROUTES_MAP_PATH,
                 rewrites: &routes.rewrites,
+                canary: canary_view,
                 key_end: ROUTE_KEY_END,
                 default_backend: &default_backend,
                 not_found_backend: NOT_FOUND_BACKEND,

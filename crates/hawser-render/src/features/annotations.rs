@@ -141,6 +141,7 @@ pub fn ingress_features(
     for name in ours.keys() {
         if !INGRESS_ANNOTATIONS.contains(name)
             && !CORS.contains(name)
+            && !super::canary::CANARY_ANNOTATIONS.contains(name)
             && !super::BACKEND_ANNOTATIONS.contains(name)
         {
             return Err(AnnotationError::Unknown {
@@ -241,6 +242,7 @@ pub fn ingress_features(
         });
     }
     let cors = super::cors::cors(&ours, &read)?;
+    let canary = super::canary::canary(&read)?;
     // Backend annotations on an Ingress: checked here, applied to its own
     // backends (see `BackendKey::overrides`).
     let backend: BTreeMap<&str, &str> = ours
@@ -372,6 +374,7 @@ pub fn ingress_features(
         response_headers,
         basic_auth,
         external_auth,
+        canary,
         body_size,
         use_regex,
         rewrite_target,
@@ -391,6 +394,11 @@ fn redirect_code_of(read: &Reader<'_>, name: &'static str) -> Result<Option<u16>
 pub(super) struct Reader<'a>(pub(super) &'a BTreeMap<&'a str, &'a str>);
 
 impl Reader<'_> {
+    /// Whether `name` is set.
+    pub(super) fn has(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+
     /// The value of `name` parsed by `parser`; `None` when it is not set.
     pub(super) fn parse<T>(
         &self,

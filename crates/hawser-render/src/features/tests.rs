@@ -420,3 +420,32 @@ fn external_auth_maps_name_the_backend_and_load_the_lua() {
     );
     assert!(!maps.iter().any(|m| m.path.starts_with("maps/auth_")));
 }
+
+#[test]
+fn a_canary_takes_a_weight_out_of_its_total_and_names_what_it_goes_by() {
+    let canary = ingress_features(
+        &annotations(&[
+            ("canary", "true"),
+            ("canary-by-header", "X-Canary"),
+            ("canary-weight", "5"),
+            ("canary-weight-total", "10"),
+        ]),
+        &Settings::default(),
+    )
+    .unwrap()
+    .canary
+    .unwrap();
+    assert_eq!(canary.header.as_deref(), Some("x-canary"));
+    assert_eq!((canary.weight, canary.total), (5, 10));
+    let refused = |pairs: &[(&str, &str)]| {
+        ingress_features(&annotations(pairs), &Settings::default())
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(refused(&[("canary", "true"), ("canary-weight", "101")]).contains("canary-weight"));
+    assert!(refused(&[("canary-weight", "10")]).contains("needs hawser.dev/canary"));
+    assert!(
+        refused(&[("canary", "true"), ("canary-by-header-value", "v2")])
+            .contains("needs hawser.dev/canary-by-header")
+    );
+}

@@ -39,6 +39,12 @@ const SAME: &[&str] = &[
     "session-cookie-name",
     "session-cookie-max-age",
     "ssl-passthrough",
+    "canary",
+    "canary-weight",
+    "canary-weight-total",
+    "canary-by-header",
+    "canary-by-header-value",
+    "canary-by-cookie",
 ];
 
 /// "Rate Limiting": the burst is the rate times this unless
