@@ -26,6 +26,7 @@ mod dialects;
 mod external_auth;
 mod foreign;
 mod maps;
+mod rewrites;
 mod values;
 
 use std::collections::BTreeMap;
@@ -48,6 +49,7 @@ pub use external_auth::{ExternalAuth, check_namespace};
 pub use foreign::{ForeignAnnotations, foreign_annotations, is_security};
 pub use maps::LIMITS_TABLE;
 pub(crate) use maps::{FeatureView, feature_maps};
+pub use rewrites::PathRewrite;
 pub use values::Cidr;
 pub use values::{body_size, cidr_list};
 
@@ -90,6 +92,15 @@ pub struct IngressFeatures {
     pub basic_auth: Option<BasicAuth>,
     /// An auth service decides on every request.
     pub external_auth: Option<ExternalAuth>,
+    /// The Host the pods see (`upstream-vhost`).
+    pub upstream_host: Option<String>,
+    /// Every request sent on, the same, to another host (`request-redirect`):
+    /// the host (with its port or not) and the code.
+    pub host_redirect: Option<(String, u16)>,
+    /// Rewrites of the request path, in order (`path-rewrite`).
+    pub path_rewrites: Vec<PathRewrite>,
+    /// More hosts for its rules (`server-alias`).
+    pub aliases: Vec<String>,
     /// The Ingress is a canary: it takes a share of the requests of the
     /// routes another Ingress serves (its own route features do not apply).
     pub canary: Option<Canary>,
@@ -162,6 +173,9 @@ impl IngressFeatures {
             || self.body_size.is_some()
             || self.rewrite_target.is_some()
             || self.client_auth.is_some()
+            || self.upstream_host.is_some()
+            || self.host_redirect.is_some()
+            || !self.path_rewrites.is_empty()
     }
 
     /// Features that hold only on routes of its TLS hosts.
@@ -314,6 +328,21 @@ impl IngressFeatures {
         }
         if let Some(target) = &self.rewrite_target {
             lines.push(format!("paths rewritten to {target}"));
+        }
+        if let Some(host) = &self.upstream_host {
+            lines.push(format!("the pods see Host {host}"));
+        }
+        if let Some((host, code)) = &self.host_redirect {
+            lines.push(format!("every request redirected ({code}) to host {host}"));
+        }
+        for rule in &self.path_rewrites {
+            lines.push(format!(
+                "paths matching {} rewritten to {}",
+                rule.regex, rule.target
+            ));
+        }
+        if !self.aliases.is_empty() {
+            lines.push(format!("its rules also serve {}", self.aliases.join(", ")));
         }
         if let Some(root) = &self.app_root {
             lines.push(format!("/ redirected (302) to {root}"));

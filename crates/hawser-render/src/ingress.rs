@@ -161,6 +161,7 @@ pub(crate) fn route_table(
     });
 
     let mut canaries = Vec::new();
+    let mut aliases = Vec::new();
     for ingress in owned {
         let object = ObjectRef::new(Kind::Ingress, ingress.key.clone());
         let served = served_features(ingress, store, settings, &object, diags).and_then(
@@ -181,6 +182,15 @@ pub(crate) fn route_table(
                 }
                 if features.ssl_passthrough {
                     add_passthrough(&mut table, ingress, &routes, &object, diags);
+                }
+                if !features.aliases.is_empty() {
+                    // Served once every Ingress's own hosts are in.
+                    aliases.push((
+                        object.clone(),
+                        key.clone(),
+                        alias_routes(ingress, &routes, &features.aliases),
+                        features.clone(),
+                    ));
                 }
                 add_routes(&mut table, &object, routes, &key, &features, diags);
                 if let Some(auth) = &mut features.external_auth {
@@ -206,6 +216,9 @@ pub(crate) fn route_table(
             }
             Err(reason) => diags.reject(&object, reason),
         }
+    }
+    for (object, key, routes, features) in aliases {
+        add_alias_routes(&mut table, &object, routes, &key, &features, diags);
     }
     for (object, key, routes, canary) in canaries {
         canary::attach(&mut table, &object, key, &routes, canary, diags);
@@ -344,6 +357,82 @@ fn add_routes(
                 RouteMap::Exact => claim_exact(&mut table.exact, key, target, diags),
                 RouteMap::Prefix => claim(&mut table.prefix, key, target, diags),
             }
+        }
+    }
+}
+
+/// The routes of `ingress` again for each of its `aliases` (`server-alias`),
+/// with their index in the Ingress.
+fn alias_routes(ingress: &Ingress, routes: &[Route], aliases: &[String]) -> Vec<(usize, Route)> {
+    let mut copies = Vec::new();
+    for alias in aliases {
+        for (index, route) in routes.iter().enumerate() {
+            if route.host.is_empty() {
+                continue; // a rule for any host covers the alias already
+            }
+            copies.push((
+                index,
+                Route {
+                    host: alias.clone(),
+                    path: route.path.clone(),
+                    path_type: route.path_type,
+                    backend: route.backend.clone(),
+                    tls_host: features::is_tls_host(alias, ingress),
+                    regex: route.regex,
+                },
+            ));
+        }
+    }
+    copies
+}
+
+/// An Ingress's routes for its aliases: only where no Ingress serves that
+/// host and path itself (ingress-nginx: an alias never takes a host
+/// another server has).
+fn add_alias_routes(
+    table: &mut RouteTable,
+    object: &ObjectRef,
+    routes: Vec<(usize, Route)>,
+    key: &str,
+    features: &IngressFeatures,
+    diags: &mut Diagnostics,
+) {
+    for (index, route) in routes {
+        let feature_set = features.set_id(key, route.tls_host);
+        let rewrite = features
+            .rewrite_target
+            .as_ref()
+            .and(feature_set.as_ref())
+            .map(|_| index);
+        for (map, entry) in route_keys(&route) {
+            let targets = match map {
+                RouteMap::Exact => &mut table.exact,
+                RouteMap::Prefix => &mut table.prefix,
+                RouteMap::Regex => &mut table.regex,
+            };
+            if let Some(existing) = targets.get(&entry) {
+                if existing.owner != *object {
+                    diags.warn(
+                        object,
+                        format!(
+                            "alias route {entry:?} is served by {}; the alias gives way",
+                            existing.owner
+                        ),
+                    );
+                }
+                continue;
+            }
+            targets.insert(
+                entry,
+                Target {
+                    backend: route.backend.name(),
+                    features: feature_set.clone(),
+                    exact_type: route.path_type == PathType::Exact,
+                    owner: object.clone(),
+                    rewrite,
+                    canary: None,
+                },
+            );
         }
     }
 }

@@ -214,3 +214,40 @@ async fn conflicts_and_snippets_are_refused_naming_the_annotations() {
         "{stderr}"
     );
 }
+
+#[tokio::test]
+async fn hosts_paths_and_aliases_change_as_each_controller_asks() {
+    let served = serve_dialects().await;
+    let vhost = served.get("nginx-vhost.example.com", "/").await;
+    assert_eq!(
+        vhost.echo().host,
+        "www.internal",
+        "ingress-nginx's upstream-vhost"
+    );
+    let alias = served.get("alias.example.com", "/").await;
+    assert_eq!(alias.status, 200, "server-alias");
+    assert_eq!(alias.echo().host, "www.internal");
+    // An alias never takes a host another Ingress serves.
+    assert_eq!(served.get("ht-allow.example.com", "/").await.status, 403);
+    assert!(
+        served
+            .render
+            .stderr
+            .contains("alias route \"ht-allow.example.com/\" is served by Ingress moved/ht-allow"),
+        "{}",
+        served.render.stderr
+    );
+
+    let rewritten = served
+        .get("ht-rewrite.example.com", "/api/items?page=2")
+        .await;
+    let echo = rewritten.echo();
+    assert_eq!(echo.path, "/v2/items?page=2", "haproxytech's path-rewrite");
+    assert_eq!(echo.host, "api.internal:8080", "haproxytech's set-host");
+    let moved = served.get("ht-moved.example.com", "/cart?id=1").await;
+    assert_eq!(moved.status, 302);
+    assert_eq!(
+        moved.header("location"),
+        Some("http://new.example.com:8443/cart?id=1")
+    );
+}

@@ -50,6 +50,11 @@ const AUTH_SECRET: &str = "auth-secret";
 const AUTH_REALM: &str = "auth-realm";
 const AUTH_SECRET_TYPE: &str = "auth-secret-type";
 const RESPONSE_HEADERS: &str = "response-headers";
+const UPSTREAM_VHOST: &str = "upstream-vhost";
+const REQUEST_REDIRECT: &str = "request-redirect";
+const REQUEST_REDIRECT_CODE: &str = "request-redirect-code";
+const PATH_REWRITE: &str = "path-rewrite";
+const SERVER_ALIAS: &str = "server-alias";
 const AUTH_URL: &str = "auth-url";
 const AUTH_SIGNIN: &str = "auth-signin";
 const AUTH_RESPONSE_HEADERS: &str = "auth-response-headers";
@@ -96,6 +101,11 @@ const INGRESS_ANNOTATIONS: &[&str] = &[
     CLIENT_AUTH_VERIFY,
     CLIENT_AUTH_PASS,
     SSL_PASSTHROUGH,
+    UPSTREAM_VHOST,
+    REQUEST_REDIRECT,
+    REQUEST_REDIRECT_CODE,
+    PATH_REWRITE,
+    SERVER_ALIAS,
     AUTH_URL,
     AUTH_SIGNIN,
     AUTH_RESPONSE_HEADERS,
@@ -315,6 +325,34 @@ pub fn ingress_features(
             None
         }
     };
+    let upstream_host = read.parse(UPSTREAM_VHOST, super::rewrites::host_and_port)?;
+    let host_redirect = match read.parse(REQUEST_REDIRECT, super::rewrites::host_and_port)? {
+        Some(host) => Some((
+            host,
+            redirect_code_of(&read, REQUEST_REDIRECT_CODE)?.unwrap_or(302),
+        )),
+        None => {
+            if read.has(REQUEST_REDIRECT_CODE) {
+                return Err(AnnotationError::Needs {
+                    annotation: format!("{ANNOTATION_PREFIX}{REQUEST_REDIRECT_CODE}"),
+                    needs: format!("{ANNOTATION_PREFIX}{REQUEST_REDIRECT}"),
+                });
+            }
+            None
+        }
+    };
+    let path_rewrites = read
+        .parse(PATH_REWRITE, super::rewrites::path_rewrites)?
+        .unwrap_or_default();
+    if !path_rewrites.is_empty() && read.has(REWRITE_TARGET) {
+        return Err(AnnotationError::Conflict {
+            first: format!("{ANNOTATION_PREFIX}{REWRITE_TARGET}"),
+            second: format!("{ANNOTATION_PREFIX}{PATH_REWRITE}"),
+        });
+    }
+    let aliases = read
+        .parse(SERVER_ALIAS, super::rewrites::aliases)?
+        .unwrap_or_default();
     let default_body_size = settings
         .body_size_limit
         .as_deref()
@@ -374,6 +412,10 @@ pub fn ingress_features(
         response_headers,
         basic_auth,
         external_auth,
+        upstream_host,
+        host_redirect,
+        path_rewrites,
+        aliases,
         canary,
         body_size,
         use_regex,

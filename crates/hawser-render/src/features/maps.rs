@@ -9,6 +9,8 @@
 //! | `maps/hsts.map` | `Strict-Transport-Security` value | always there |
 //! | `maps/redirect.map`, `maps/redirect_code.map` | location, code | one per code, always there |
 //! | `maps/app_root.map` | path | always there |
+//! | `maps/upstream_host.map` | the Host the pods see | always there |
+//! | `maps/host_redirect.map`, `maps/host_redirect_code.map` | host\[:port\], code | one per code, always there |
 //! | `maps/rate_limit.map`, `maps/connection_limit.map` | requests a second, requests in flight | always there |
 //! | `maps/limit_status.map` | the status over a limit (429 unless said) | one per code, always there |
 //! | `maps/cors_origins.map` | keyed `<id>\|<origin>` (or `<id>\|*`) | always there |
@@ -37,6 +39,9 @@ const HSTS_MAP: &str = "maps/hsts.map";
 const REDIRECT_MAP: &str = "maps/redirect.map";
 const REDIRECT_CODE_MAP: &str = "maps/redirect_code.map";
 const LIMIT_STATUS_MAP: &str = "maps/limit_status.map";
+const UPSTREAM_HOST_MAP: &str = "maps/upstream_host.map";
+const HOST_REDIRECT_MAP: &str = "maps/host_redirect.map";
+const HOST_REDIRECT_CODE_MAP: &str = "maps/host_redirect_code.map";
 const APP_ROOT_MAP: &str = "maps/app_root.map";
 const RATE_LIMIT_MAP: &str = "maps/rate_limit.map";
 const CONNECTION_LIMIT_MAP: &str = "maps/connection_limit.map";
@@ -63,6 +68,11 @@ pub struct FeatureView {
     pub redirect_map: &'static str,
     pub redirect_code_map: &'static str,
     pub limit_status_map: &'static str,
+    pub upstream_host_map: &'static str,
+    pub host_redirect_map: &'static str,
+    pub host_redirect_code_map: &'static str,
+    /// One per Ingress rewriting paths with regexes (a change reloads).
+    pub path_rewrites: Vec<PathRewriteLines>,
     pub limit_codes: [u16; 3],
     pub app_root_map: &'static str,
     pub rate_limit_map: &'static str,
@@ -99,6 +109,14 @@ pub struct AuthView {
     pub target_map: &'static str,
     pub signin_map: &'static str,
     pub headers_map: &'static str,
+}
+
+/// One Ingress's `replace-path` lines (`path-rewrite`).
+#[derive(Debug, Clone, Serialize)]
+pub struct PathRewriteLines {
+    pub ingress: String,
+    pub ids: Vec<String>,
+    pub rules: Vec<super::PathRewrite>,
 }
 
 /// The lines that judge a request's client certificate (a change reloads).
@@ -169,6 +187,10 @@ pub(crate) fn feature_maps(
     let mut redirect = Vec::new();
     let mut redirect_code = Vec::new();
     let mut limit_status = Vec::new();
+    let mut upstream_host = Vec::new();
+    let mut host_redirect = Vec::new();
+    let mut host_redirect_code = Vec::new();
+    let mut path_rewrites = Vec::new();
     let mut app_root = Vec::new();
     let mut rate_limit = Vec::new();
     let mut connection_limit = Vec::new();
@@ -202,6 +224,13 @@ pub(crate) fn feature_maps(
             if let Some(code) = f.limit_status {
                 limit_status.push(entry(id, code.to_string()));
             }
+            if let Some(host) = &f.upstream_host {
+                upstream_host.push(entry(id, host.clone()));
+            }
+            if let Some((host, code)) = &f.host_redirect {
+                host_redirect.push(entry(id, host.clone()));
+                host_redirect_code.push(entry(id, code.to_string()));
+            }
             if let Some(root) = &f.app_root {
                 app_root.push(entry(id, root.clone()));
             }
@@ -232,6 +261,13 @@ pub(crate) fn feature_maps(
             }
         }
         let file = key.replace('/', "_");
+        if !f.path_rewrites.is_empty() {
+            path_rewrites.push(PathRewriteLines {
+                ingress: key.clone(),
+                ids: ids.clone(),
+                rules: f.path_rewrites.clone(),
+            });
+        }
         if let Some(client) = &f.client_auth {
             client_auth.push(ClientAuthLines {
                 ingress: key.clone(),
@@ -285,6 +321,9 @@ pub(crate) fn feature_maps(
         map(REDIRECT_MAP, MatchKind::Str, redirect),
         map(REDIRECT_CODE_MAP, MatchKind::Str, redirect_code),
         map(LIMIT_STATUS_MAP, MatchKind::Str, limit_status),
+        map(UPSTREAM_HOST_MAP, MatchKind::Str, upstream_host),
+        map(HOST_REDIRECT_MAP, MatchKind::Str, host_redirect),
+        map(HOST_REDIRECT_CODE_MAP, MatchKind::Str, host_redirect_code),
         map(APP_ROOT_MAP, MatchKind::Str, app_root),
         map(RATE_LIMIT_MAP, MatchKind::Str, rate_limit),
         map(CONNECTION_LIMIT_MAP, MatchKind::Str, connection_limit),
@@ -333,6 +372,10 @@ pub(crate) fn feature_maps(
         redirect_map: REDIRECT_MAP,
         redirect_code_map: REDIRECT_CODE_MAP,
         limit_status_map: LIMIT_STATUS_MAP,
+        upstream_host_map: UPSTREAM_HOST_MAP,
+        host_redirect_map: HOST_REDIRECT_MAP,
+        host_redirect_code_map: HOST_REDIRECT_CODE_MAP,
+        path_rewrites,
         limit_codes: LIMIT_CODES,
         app_root_map: APP_ROOT_MAP,
         rate_limit_map: RATE_LIMIT_MAP,

@@ -45,6 +45,17 @@ pub(super) fn translate(
         }
     }
     headers(read, t)?;
+    // "Set Host", "Path Rewrite", "Request Redirect".
+    for (theirs, ours) in [
+        ("set-host", "upstream-vhost"),
+        ("path-rewrite", "path-rewrite"),
+        ("request-redirect", "request-redirect"),
+        ("request-redirect-code", "request-redirect-code"),
+    ] {
+        if let Some(v) = read.take(theirs) {
+            t.set(ours, v.text, v.annotation)?;
+        }
+    }
     access_lists(read, t)?;
     authentication(read, namespace, t)?;
     rate_limit(read, t)?;

@@ -39,6 +39,8 @@ const SAME: &[&str] = &[
     "session-cookie-name",
     "session-cookie-max-age",
     "ssl-passthrough",
+    "upstream-vhost",
+    "server-alias",
     "canary",
     "canary-weight",
     "canary-weight-total",

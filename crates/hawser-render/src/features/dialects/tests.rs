@@ -168,7 +168,7 @@ fn what_a_front_end_does_not_serve_falls_to_the_policy() {
         let refused = read(&[(key, "x")], Target::Ingress).unwrap_err();
         assert!(refused.contains(key), "{refused}");
     }
-    let given = annotations(&[("nginx.ingress.kubernetes.io/upstream-vhost", "app.internal")]);
+    let given = annotations(&[("nginx.ingress.kubernetes.io/session-cookie-path", "/")]);
     let warned = read_annotations(
         &given,
         Target::Ingress,
@@ -178,7 +178,7 @@ fn what_a_front_end_does_not_serve_falls_to_the_policy() {
     )
     .unwrap();
     assert_eq!(warned.warnings.len(), 1, "{:?}", warned.warnings);
-    assert!(warned.warnings[0].contains("upstream-vhost"));
+    assert!(warned.warnings[0].contains("session-cookie-path"));
 }
 
 #[test]
