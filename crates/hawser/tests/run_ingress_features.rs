@@ -2,7 +2,8 @@
 //! runtime API, with no reload (the same HAProxy worker serves before and
 //! after): an allow-list edited, a redirect target changed, a rate limit,
 //! a header value and CORS changed, app-root, the HTTPS redirect's code and
-//! HSTS changed, and features given to an Ingress that had none (fixture
+//! HSTS changed, a deny-list edited, paths turned into regular expressions,
+//! and features given to an Ingress that had none (fixture
 //! `run_ingress_features/`).
 
 #![allow(
@@ -85,6 +86,30 @@ spec:
   rules:
     - host: secure.example.com
       http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: app, port: { number: 80 } } } }] }
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: blocked
+  namespace: features
+  annotations:
+    hawser.dev/denylist-source-range: "10.0.0.0/8"
+spec:
+  rules:
+    - host: blocked.example.com
+      http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: app, port: { number: 80 } } } }] }
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: patterns
+  namespace: features
+  annotations:
+    hawser.dev/use-regex: "true"
+spec:
+  rules:
+    - host: patterns.example.com
+      http: { paths: [{ path: "/items/[0-9]+$", pathType: ImplementationSpecific, backend: { service: { name: app, port: { number: 80 } } } }] }
 "#;
 
 /// The fixture, its TLS host's certificate included.
@@ -129,6 +154,11 @@ async fn feature_values_change_without_a_reload() {
     assert_eq!(
         secure.header("strict-transport-security"),
         Some("max-age=60; includeSubDomains")
+    );
+    assert_eq!(run.get("blocked.example.com", "/").await.status, 403);
+    assert_eq!(
+        run.get("patterns.example.com", "/items/abc").await.status,
+        200
     );
     let workers = run.worker_pids().await;
 
@@ -180,6 +210,15 @@ async fn feature_values_change_without_a_reload() {
     assert_eq!(
         secure.header("strict-transport-security"),
         Some("max-age=120; includeSubDomains; preload")
+    );
+    // A deny-list edited, and paths become regular expressions.
+    run.expect_routed_to("blocked.example.com", "/", "app")
+        .await;
+    run.expect_routed_to("patterns.example.com", "/items/42", "app")
+        .await;
+    assert_eq!(
+        run.get("patterns.example.com", "/items/abc").await.status,
+        404
     );
     assert_eq!(run.worker_pids().await, workers, "the same worker serves");
 }
