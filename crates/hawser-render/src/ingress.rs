@@ -91,16 +91,15 @@ impl Target {
     /// when the route has one, `@` and the rewrite index when it rewrites,
     /// `@` and the canary when one shares it (empty fields between).
     pub fn map_value(&self) -> String {
-        let mut fields = vec![self.backend.clone()];
-        let features = self.features.clone().unwrap_or_default();
-        let rewrite = self.rewrite.map(|i| i.to_string()).unwrap_or_default();
-        match &self.canary {
-            Some(canary) => fields.extend([features, rewrite, canary.clone()]),
-            None if self.rewrite.is_some() => fields.extend([features, rewrite]),
-            None if self.features.is_some() => fields.push(features),
-            None => {}
+        let backend = &self.backend;
+        let features = self.features.as_deref().unwrap_or_default();
+        match (&self.canary, self.rewrite) {
+            (Some(canary), Some(index)) => format!("{backend}@{features}@{index}@{canary}"),
+            (Some(canary), None) => format!("{backend}@{features}@@{canary}"),
+            (None, Some(index)) => format!("{backend}@{features}@{index}"),
+            (None, None) if self.features.is_some() => format!("{backend}@{features}"),
+            (None, None) => backend.clone(),
         }
-        fields.join("@")
     }
 }
 
