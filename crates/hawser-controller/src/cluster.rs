@@ -243,6 +243,58 @@ pub async fn run_kube(
     watching.stop();
 }
 
+/// The cluster as `options` watch it, once every watch has listed and the
+/// Secrets Ingresses name are read, with the objects that do not convert:
+/// for one-off reports (`hawser migrate --kubernetes`). `Err` when that
+/// takes longer than `timeout`, naming the watches that did not list and
+/// their last error.
+pub async fn snapshot(
+    client: &Client,
+    options: &KubeSourceOptions,
+    timeout: Duration,
+) -> Result<(hawser_model::Store, Vec<String>), String> {
+    let mut watching = Watching::start(client, options);
+    let deadline = tokio::time::sleep(timeout);
+    tokio::pin!(deadline);
+    while !watching.ready() {
+        tokio::select! {
+            () = &mut deadline => {
+                watching.stop();
+                let waiting: Vec<String> = watching
+                    .cluster
+                    .status()
+                    .watches
+                    .into_iter()
+                    .filter(|(_, w)| !w.synced)
+                    .map(|(name, w)| match w.last_error {
+                        Some(error) => format!("{name} ({error})"),
+                        None => name,
+                    })
+                    .collect();
+                return Err(format!(
+                    "the cluster did not list within {}s: waiting for {}",
+                    timeout.as_secs(),
+                    if waiting.is_empty() { "Secret reads".to_string() } else { waiting.join(", ") }
+                ));
+            }
+            message = watching.messages.recv() => {
+                let Some(message) = message else { break };
+                let effect = watching.cluster.apply(message);
+                for key in effect.fetch {
+                    watching.fetch_secret(client, key);
+                }
+            }
+            Some((index, change)) = watching.extra_messages.recv() => {
+                watching.extra.apply(index, change);
+            }
+        }
+    }
+    let (mut store, problems) = watching.cluster.snapshot();
+    watching.extra.fill(&mut store);
+    watching.stop();
+    Ok((store, problems))
+}
+
 /// The watches of one set of options, and what they have seen.
 struct Watching {
     tasks: JoinSet<()>,

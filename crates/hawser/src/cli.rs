@@ -59,7 +59,8 @@ pub enum Command {
     /// served with a difference (said), ignored, or refused (why), and
     /// whether the Ingress would be served at all; then a summary.
     ///
-    /// Every Ingress is judged as if its class were hawser's. `--tests FILE`
+    /// Reads a manifests directory, or the cluster (`--kubernetes`). Every
+    /// Ingress is judged as if its class were hawser's. `--tests FILE`
     /// writes a config file of `hawser test` cases (one per host and path)
     /// to prove the cut-over against the real HAProxy first. Exits 1 when
     /// an Ingress would be refused or would lose access control, 0
@@ -205,8 +206,25 @@ pub struct StatusArgs {
 
 #[derive(Debug, Args)]
 pub struct MigrateArgs {
-    #[command(flatten)]
-    pub input: InputArgs,
+    /// Directory of Kubernetes YAML manifests, read recursively.
+    #[arg(
+        long,
+        env = "HAWSER_MANIFESTS",
+        required_unless_present = "kubernetes",
+        conflicts_with = "kubernetes"
+    )]
+    pub manifests: Option<PathBuf>,
+    /// Read the cluster instead (an in-cluster service account or a
+    /// kubeconfig): Ingresses, IngressClasses, Services and the Secrets they
+    /// name, of every namespace or of those given with --namespace.
+    #[arg(long)]
+    pub kubernetes: bool,
+    /// With --kubernetes, read only this namespace (repeatable).
+    #[arg(long = "namespace", value_name = "NAMESPACE", requires = "kubernetes")]
+    pub namespaces: Vec<String>,
+    /// hawser configuration file (settings, template overrides, snippets).
+    #[arg(long, env = "HAWSER_CONFIG")]
+    pub config: Option<PathBuf>,
     /// The controller the Ingresses come from: only its annotations (and
     /// hawser's) are read; by default every dialect of the setting
     /// annotationFrontends is.

@@ -50,7 +50,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Render(args) => render::run(&args),
         Command::Validate(args) => runtime.block_on(validate::run(&args)),
         Command::Status(args) => runtime.block_on(status::run(&args)),
-        Command::Migrate(args) => migrate::run(&args),
+        Command::Migrate(args) => runtime.block_on(migrate::run(&args)),
         Command::Test(args) => runtime.block_on(test::run(&args)),
         Command::Run(args) => runtime.block_on(run::run(&args)),
         Command::Demo(args) => runtime.block_on(demo::run(&args)),

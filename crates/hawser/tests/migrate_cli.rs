@@ -88,3 +88,60 @@ fn the_tests_it_writes_pass_against_the_real_haproxy() {
         "a refused Ingress has no test"
     );
 }
+
+/// The same namespace in an API server (the fake one): `--kubernetes` reads
+/// it whole, Secrets included, and reports what `--manifests` reports.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cluster_gives_the_same_report_as_its_manifests() {
+    use k8s_openapi::api::core::v1 as core;
+    use k8s_openapi::api::networking::v1 as networking;
+    use kube::api::ApiResource;
+
+    let manifests = manifests();
+    let (fake, addr) = hawser_fake_api::FakeApi::start_http().await;
+    for file in ["cluster.yaml", "ingresses.yaml"] {
+        let text = std::fs::read_to_string(manifests.path().join(file)).unwrap();
+        for object in serde_saphyr::from_multiple::<serde_json::Value>(&text).unwrap() {
+            let resource = match object["kind"].as_str().unwrap() {
+                "IngressClass" => ApiResource::erase::<networking::IngressClass>(&()),
+                "Ingress" => ApiResource::erase::<networking::Ingress>(&()),
+                "Service" => ApiResource::erase::<core::Service>(&()),
+                "Secret" => ApiResource::erase::<core::Secret>(&()),
+                other => panic!("the fixture has a {other} this test does not apply"),
+            };
+            fake.apply_dynamic(&resource, object);
+        }
+    }
+    let kubeconfig = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        kubeconfig.path(),
+        hawser_fake_api::FakeApi::kubeconfig(addr, "shop"),
+    )
+    .unwrap();
+
+    let report = |args: &[&str], kubernetes: bool| {
+        let mut command = hawser_command(["migrate"]);
+        command.args(args);
+        if kubernetes {
+            command.env("KUBECONFIG", kubeconfig.path());
+        } else {
+            command.arg("--manifests").arg(manifests.path());
+        }
+        run_to_end(&mut command)
+    };
+    let from_cluster =
+        tokio::task::block_in_place(|| report(&["--kubernetes", "--from", "nginx"], true));
+    let from_files = report(&["--from", "nginx"], false);
+    assert_eq!(
+        from_cluster.status.code(),
+        Some(1),
+        "{}",
+        from_cluster.describe()
+    );
+    assert_eq!(
+        from_cluster.stdout,
+        from_files.stdout,
+        "{}",
+        from_cluster.describe()
+    );
+}

@@ -3,7 +3,7 @@
 //! before anything is cut over.
 //!
 //! ```text
-//!  --manifests DIR ──► Store, every Ingress given a class of hawser's ──render──► refused / served
+//!  --manifests DIR | --kubernetes ──► Store, every Ingress given a class of hawser's ──render──► refused / served
 //!                        └─ each Ingress's and Service's annotations ──explain──► served / differs / ignored / lost / refused
 //!  --tests FILE ◄── one `hawser test` case per host and path (cases.rs)
 //! ```
@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use hawser_model::{Ingress, IngressClass, Kind, Object, ObjectRef, Store};
 use hawser_render::features::{Dialect, Target, Verdict, explain};
-use hawser_render::{RenderConfig, Severity};
+use hawser_render::{RenderConfig, Renderer, Severity};
 
 use super::{UsageError, input};
 use crate::cli::{MigrateArgs, MigrateFrom, StatusOutput};
@@ -54,8 +54,8 @@ pub struct ServiceReport {
     pub annotations: BTreeMap<String, Verdict>,
 }
 
-pub fn run(args: &MigrateArgs) -> anyhow::Result<ExitCode> {
-    let mut config = match &args.input.config {
+pub async fn run(args: &MigrateArgs) -> anyhow::Result<ExitCode> {
+    let mut config = match &args.config {
         Some(path) => input::read_config(path)?,
         None => RenderConfig::default(),
     };
@@ -63,10 +63,10 @@ pub fn run(args: &MigrateArgs) -> anyhow::Result<ExitCode> {
         config.settings.annotation_frontends = vec![Dialect::Hawser, from.dialect()];
     }
     let settings = config.settings.clone();
-    let inputs = input::load_with(&args.input.manifests, config)?;
-    let original = &inputs.manifests.store;
+    let renderer = Renderer::new(config).map_err(|e| UsageError(e.into()))?;
+    let original = &read_objects(args).await?;
     let store = with_hawser_class(original, &settings.ingress_controller);
-    let rendered = inputs.renderer.render(&store)?;
+    let rendered = renderer.render(&store)?;
     let refusals: BTreeMap<ObjectRef, String> = rendered
         .diagnostics
         .iter()
@@ -161,6 +161,36 @@ pub fn run(args: &MigrateArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// How long `--kubernetes` waits for the cluster to list.
+const LIST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The objects to judge: the manifests, or the cluster.
+async fn read_objects(args: &MigrateArgs) -> anyhow::Result<Store> {
+    if let Some(dir) = &args.manifests {
+        let manifests = hawser_k8s::load_dir(dir).map_err(|e| UsageError(e.into()))?;
+        for problem in &manifests.problems {
+            eprintln!("manifest problem: {problem}");
+        }
+        return Ok(manifests.store);
+    }
+    let client = kube::Client::try_default().await.map_err(|e| {
+        UsageError(anyhow::anyhow!(
+            "--kubernetes needs an in-cluster service account or a kubeconfig: {e}"
+        ))
+    })?;
+    let options = hawser_controller::cluster::KubeSourceOptions {
+        namespaces: args.namespaces.clone(),
+        ..Default::default()
+    };
+    let (store, problems) = hawser_controller::cluster::snapshot(&client, &options, LIST_TIMEOUT)
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?;
+    for problem in &problems {
+        eprintln!("object problem: {problem}");
+    }
+    Ok(store)
 }
 
 /// The annotations some dialect reads (not `kubectl`'s and the like).
