@@ -7,7 +7,9 @@ use hawser_crd::HawserConfigSpec;
 use hawser_haproxy::HaproxyBinary;
 use hawser_k8s::FromK8s;
 use hawser_model::{Ingress, Object, ObjectKey, ObjectRef, Store};
-use hawser_render::features::{AUTH_SECRET_ANNOTATION, missing_users};
+use hawser_render::features::{
+    AUTH_SECRET_ANNOTATION, ForeignAnnotations, Target, missing_users, read_annotations,
+};
 use hawser_render::{CONFIG_PATH, CertificatePem, RenderConfig, Renderer, Severity, culprit_at};
 use k8s_openapi::api::networking::v1 as networking;
 
@@ -40,21 +42,31 @@ impl Verdict {
     }
 }
 
-/// The Secret a candidate Ingress's basic authentication names when the
-/// snapshot does not hold it: the cluster source keeps only the Secrets an
+/// The Secret a candidate Ingress's basic authentication names (in any
+/// annotation dialect) when the snapshot does not hold it, and the refusal
+/// the render gives for it: the cluster source keeps only the Secrets an
 /// Ingress already names, so a new one cannot be judged here.
-fn unread_auth_secret(store: &Store, candidate: &Candidate) -> Option<ObjectKey> {
+fn unread_auth_secret(
+    store: &Store,
+    candidate: &Candidate,
+    config: &RenderConfig,
+) -> Option<(ObjectKey, String)> {
     let Candidate::Ingress(ingress) = candidate else {
         return None;
     };
     let namespace = ingress.metadata.namespace.as_deref()?;
-    let name = ingress
-        .metadata
-        .annotations
-        .as_ref()?
-        .get(AUTH_SECRET_ANNOTATION)?;
-    let key = ObjectKey::new(namespace, name);
-    store.secret(&key).is_none().then_some(key)
+    let annotations = ingress.metadata.annotations.as_ref()?;
+    let read = read_annotations(
+        annotations,
+        Target::Ingress,
+        namespace,
+        &config.settings.annotation_frontends,
+        ForeignAnnotations::Ignore,
+    )
+    .ok()?;
+    let key = ObjectKey::new(namespace, read.map.get(AUTH_SECRET_ANNOTATION)?);
+    let refusal = read.in_their_words(missing_users(&key).to_string());
+    store.secret(&key).is_none().then_some((key, refusal))
 }
 
 /// How long the check may take: well inside the API server's webhook timeout.
@@ -71,7 +83,7 @@ pub async fn review(
     candidate: &Candidate,
 ) -> Verdict {
     let policy = gate::config_policy(config);
-    let unread = unread_auth_secret(store, candidate);
+    let unread = unread_auth_secret(store, candidate, config);
     let (store, config, subject) = match candidate {
         Candidate::Ingress(ingress) => {
             let model = match Ingress::from_k8s(ingress) {
@@ -105,9 +117,7 @@ pub async fn review(
         .iter()
         .find(|d| d.severity == Severity::Rejected && about(&d.object))
     {
-        if let Some(secret) =
-            unread.filter(|secret| rejected.message == missing_users(secret).to_string())
-        {
+        if let Some((secret, _)) = unread.filter(|(_, refusal)| rejected.message == *refusal) {
             return Verdict {
                 allowed: true,
                 reason: None,

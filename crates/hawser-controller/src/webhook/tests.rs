@@ -172,6 +172,22 @@ async fn a_basic_auth_secret_the_snapshot_does_not_hold_is_admitted_with_a_warni
             .contains("Secret web/users"),
         "{response:#}"
     );
+    // The same in the dialects of the controllers users move from.
+    for annotations in [
+        json!({
+            "nginx.ingress.kubernetes.io/auth-type": "basic",
+            "nginx.ingress.kubernetes.io/auth-secret": "web/users",
+        }),
+        json!({
+            "haproxy.org/auth-type": "basic-auth",
+            "haproxy.org/auth-secret": "users",
+        }),
+    ] {
+        let mut theirs = ingress("/shop");
+        theirs["metadata"]["annotations"] = annotations;
+        let response = ask(theirs).await;
+        assert_eq!(response["allowed"], true, "{response:#}");
+    }
 
     candidate["metadata"]["annotations"]["hawser.dev/auth-type"] = json!("digest");
     let response = ask(candidate).await;

@@ -9,7 +9,7 @@ use super::values::{self, Expected};
 use super::{ANNOTATION_PREFIX, AnnotationError};
 
 /// The canary annotations (without the prefix).
-pub(super) const CANARY_ANNOTATIONS: &[&str] = &[
+pub(in crate::features) const CANARY_ANNOTATIONS: &[&str] = &[
     "canary",
     "canary-weight",
     "canary-weight-total",

@@ -41,12 +41,6 @@ const SAME: &[&str] = &[
     "ssl-passthrough",
     "upstream-vhost",
     "server-alias",
-    "canary",
-    "canary-weight",
-    "canary-weight-total",
-    "canary-by-header",
-    "canary-by-header-value",
-    "canary-by-cookie",
 ];
 
 /// "Rate Limiting": the burst is the rate times this unless
@@ -64,7 +58,8 @@ pub(super) fn translate(
     if target == Target::Service {
         return Ok(());
     }
-    for name in SAME {
+    // "Canary": the same names too.
+    for name in SAME.iter().chain(super::super::canary::CANARY_ANNOTATIONS) {
         if let Some(v) = read.take(name) {
             t.set(name, v.text, v.annotation)?;
             // "Use Regex": ingress-nginx then matches every path of the
