@@ -101,6 +101,9 @@ pub struct IngressFeatures {
     pub path_rewrites: Vec<PathRewrite>,
     /// More hosts for its rules (`server-alias`).
     pub aliases: Vec<String>,
+    /// `www.<host>` redirects to `<host>`, or `<host>` to `www.<host>`,
+    /// where no Ingress serves that other name (`from-to-www-redirect`).
+    pub www_redirect: bool,
     /// The Ingress is a canary: it takes a share of the requests of the
     /// routes another Ingress serves (its own route features do not apply).
     pub canary: Option<Canary>,
@@ -340,6 +343,12 @@ impl IngressFeatures {
                 "paths matching {} rewritten to {}",
                 rule.regex, rule.target
             ));
+        }
+        if self.www_redirect {
+            lines.push(
+                "the www. name of its hosts (or the name without it) redirected (308) to them"
+                    .to_string(),
+            );
         }
         if !self.aliases.is_empty() {
             lines.push(format!("its rules also serve {}", self.aliases.join(", ")));

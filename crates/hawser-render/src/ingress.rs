@@ -82,6 +82,9 @@ pub(crate) struct RouteTable {
     pub ca_files: BTreeMap<String, Vec<u8>>,
     /// TLS hosts passed through whole (`ssl-passthrough`), by SNI.
     pub passthrough: Vec<Passthrough>,
+    /// Host → the host it redirects to (`from-to-www-redirect`), for hosts
+    /// no route serves.
+    pub www_redirects: BTreeMap<String, String>,
     /// Canary Ingresses by `namespace/name`: their backend and what they take.
     pub canaries: BTreeMap<String, canary::CanaryRoute>,
 }
@@ -161,6 +164,7 @@ pub(crate) fn route_table(
 
     let mut canaries = Vec::new();
     let mut aliases = Vec::new();
+    let mut www = Vec::new();
     for ingress in owned {
         let object = ObjectRef::new(Kind::Ingress, ingress.key.clone());
         let served = served_features(ingress, store, settings, &object, diags).and_then(
@@ -181,6 +185,16 @@ pub(crate) fn route_table(
                 }
                 if features.ssl_passthrough {
                     add_passthrough(&mut table, ingress, &routes, &object, diags);
+                }
+                if features.www_redirect {
+                    www.push((
+                        object.clone(),
+                        ingress
+                            .rules
+                            .iter()
+                            .filter_map(|r| r.host.clone())
+                            .collect::<Vec<_>>(),
+                    ));
                 }
                 if !features.aliases.is_empty() {
                     // Served once every Ingress's own hosts are in.
@@ -218,6 +232,9 @@ pub(crate) fn route_table(
     }
     for (object, key, routes, features) in aliases {
         add_alias_routes(&mut table, &object, routes, &key, &features, diags);
+    }
+    for (object, hosts) in www {
+        add_www_redirects(&mut table, &object, hosts, diags);
     }
     for (object, key, routes, canary) in canaries {
         canary::attach(&mut table, &object, key, &routes, canary, diags);
@@ -433,6 +450,39 @@ fn add_alias_routes(
                 },
             );
         }
+    }
+}
+
+/// ingress-nginx's `from-to-www-redirect`: for each host, the other name
+/// (`www.` added or taken away) redirects to it, unless a route serves that
+/// name itself.
+fn add_www_redirects(
+    table: &mut RouteTable,
+    object: &ObjectRef,
+    hosts: Vec<String>,
+    diags: &mut Diagnostics,
+) {
+    for host in hosts.into_iter().filter(|h| !h.starts_with("*.")) {
+        let other = match host.strip_prefix("www.") {
+            Some(bare) => bare.to_string(),
+            None => format!("www.{host}"),
+        };
+        let regex_host = regex::regex_key(&other, "");
+        let regex_host = regex_host.trim_end_matches("(?i:)");
+        let served = [&table.exact, &table.prefix].iter().any(|map| {
+            map.keys().any(|key| {
+                key.strip_prefix(other.as_str())
+                    .is_some_and(|rest| rest.starts_with('/'))
+            })
+        }) || table.regex.keys().any(|key| key.starts_with(regex_host));
+        if served {
+            diags.warn(
+                object,
+                format!("{other} is served by a route; it is not redirected to {host}"),
+            );
+            continue;
+        }
+        table.www_redirects.entry(other).or_insert(host);
     }
 }
 

@@ -103,6 +103,8 @@ struct Routing<'a> {
     map: &'static str,
     /// The regex routes' map (`map_reg`), looked up first.
     regex_map: &'static str,
+    /// Hosts redirected to their www. name or away from it.
+    www_redirect_map: &'static str,
     /// `replace-path` lines, one per route of an Ingress that rewrites.
     rewrites: &'a [crate::ingress::Rewrite],
     /// Canary Ingresses' maps and the header and cookie names they go by.
@@ -234,6 +236,7 @@ impl Renderer {
             routing: Routing {
                 map: ROUTES_MAP_PATH,
                 regex_map: REGEX_ROUTES_MAP_PATH,
+                www_redirect_map: WWW_REDIRECT_MAP_PATH,
                 rewrites: &routes.rewrites,
                 canary: canary_view,
                 key_end: ROUTE_KEY_END,
@@ -421,8 +424,25 @@ fn route_maps(routes: &RouteTable) -> Vec<MapPlan> {
         .collect();
     let mut regex_map = MapPlan::longest_first(REGEX_ROUTES_MAP_PATH, regex);
     regex_map.match_kind = hawser_plan::MatchKind::Reg;
-    vec![MapPlan::longest_first(ROUTES_MAP_PATH, entries), regex_map]
+    let www = routes
+        .www_redirects
+        .iter()
+        .map(|(from, to)| MapEntry {
+            key: from.clone(),
+            value: to.clone(),
+        })
+        .collect();
+    let mut www_map = MapPlan::longest_first(WWW_REDIRECT_MAP_PATH, www);
+    www_map.match_kind = hawser_plan::MatchKind::Str;
+    vec![
+        MapPlan::longest_first(ROUTES_MAP_PATH, entries),
+        regex_map,
+        www_map,
+    ]
 }
+
+/// `from-to-www-redirect`: a host no route serves → the host it redirects to.
+pub const WWW_REDIRECT_MAP_PATH: &str = "maps/www_redirect.map";
 
 /// The regex routes' map: keys are `^<host>(?i:<path regex>)`.
 pub const REGEX_ROUTES_MAP_PATH: &str = "maps/routes_regex.map";

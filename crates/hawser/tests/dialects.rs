@@ -238,6 +238,19 @@ async fn hosts_paths_and_aliases_change_as_each_controller_asks() {
         served.render.stderr
     );
 
+    // from-to-www-redirect, where nobody serves the other name.
+    let www = served.get("www.example.org", "/a?b=1").await;
+    assert_eq!(www.status, 308);
+    assert_eq!(www.header("location"), Some("http://example.org/a?b=1"));
+    assert!(
+        served
+            .render
+            .stderr
+            .contains("ht-allow.example.com is served by a route; it is not redirected"),
+        "{}",
+        served.render.stderr
+    );
+
     let rewritten = served
         .get("ht-rewrite.example.com", "/api/items?page=2")
         .await;

@@ -55,6 +55,7 @@ const REQUEST_REDIRECT: &str = "request-redirect";
 const REQUEST_REDIRECT_CODE: &str = "request-redirect-code";
 const PATH_REWRITE: &str = "path-rewrite";
 const SERVER_ALIAS: &str = "server-alias";
+const FROM_TO_WWW_REDIRECT: &str = "from-to-www-redirect";
 const AUTH_URL: &str = "auth-url";
 const AUTH_SIGNIN: &str = "auth-signin";
 const AUTH_RESPONSE_HEADERS: &str = "auth-response-headers";
@@ -106,6 +107,7 @@ const INGRESS_ANNOTATIONS: &[&str] = &[
     REQUEST_REDIRECT_CODE,
     PATH_REWRITE,
     SERVER_ALIAS,
+    FROM_TO_WWW_REDIRECT,
     AUTH_URL,
     AUTH_SIGNIN,
     AUTH_RESPONSE_HEADERS,
@@ -353,6 +355,7 @@ pub fn ingress_features(
     let aliases = read
         .parse(SERVER_ALIAS, super::rewrites::aliases)?
         .unwrap_or_default();
+    let www_redirect = bool_of(FROM_TO_WWW_REDIRECT)?.unwrap_or(false);
     let default_body_size = settings
         .body_size_limit
         .as_deref()
@@ -416,6 +419,7 @@ pub fn ingress_features(
         host_redirect,
         path_rewrites,
         aliases,
+        www_redirect,
         canary,
         body_size,
         use_regex,

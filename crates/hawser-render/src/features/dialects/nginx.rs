@@ -41,6 +41,7 @@ const SAME: &[&str] = &[
     "ssl-passthrough",
     "upstream-vhost",
     "server-alias",
+    "from-to-www-redirect",
 ];
 
 /// "Rate Limiting": the burst is the rate times this unless
