@@ -65,6 +65,13 @@ async fn access_lists_and_basic_auth_hold_in_either_dialect() {
         .request(&basic("nginx-auth-file.example.com", ALICE))
         .await;
     assert_eq!(alice.status, 200);
+    // A CORS preflight carries no credentials: it is answered before
+    // authentication, as ingress-nginx answers it.
+    let preflight = Request::get("nginx-auth-file.example.com", "/")
+        .method("OPTIONS")
+        .header("Origin", "https://shop.example.com")
+        .header("Access-Control-Request-Method", "PUT");
+    assert_eq!(served.request(&preflight).await.status, 204);
     let bob = served
         .request(&basic("nginx-auth-map.example.com", BOB))
         .await;
