@@ -226,7 +226,9 @@ def check_controller(objs: list[dict], values: dict, webhook: bool) -> None:
     granted = {(g, r, v) for rule in role.get("rules", []) for g in rule["apiGroups"]
                for r in rule["resources"] for v in rule["verbs"]}
     needed = {("networking.k8s.io", r, v) for r in ("ingresses", "ingressclasses") for v in ("get", "list", "watch")}
-    needed |= {("", r, v) for r in ("services", "secrets", "pods") for v in ("get", "list", "watch")}
+    # configmaps: the TCP services map settings.tcpServices names.
+    needed |= {("", r, v) for r in ("services", "secrets", "pods", "configmaps")
+               for v in ("get", "list", "watch")}
     needed |= {("discovery.k8s.io", "endpointslices", v) for v in ("get", "list", "watch")}
     needed |= {("hawser.dev", "hawserconfigs", v) for v in ("get", "list", "watch")}
     needed.add(("hawser.dev", "hawserconfigs/status", "patch"))  # the Valid condition

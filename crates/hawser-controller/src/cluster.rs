@@ -103,6 +103,8 @@ pub struct KubeSourceOptions {
     pub kept_secrets: BTreeSet<ObjectKey>,
     /// Further kinds templates read as `resources.<Kind>`.
     pub extra_resources: Vec<ExtraResource>,
+    /// ConfigMaps a setting names (`tcpServices`), each watched alone.
+    pub config_maps: BTreeSet<ObjectKey>,
 }
 
 /// The cluster source, as `/status` shows it.

@@ -12,8 +12,8 @@ mod routes;
 use std::collections::BTreeMap;
 
 use hawser_model::{
-    Endpoint, EndpointPort, EndpointSlice, IS_DEFAULT_CLASS_ANNOTATION, Ingress, IngressBackend,
-    IngressClass, IngressPath, IngressRule, IngressTls, Kind, ObjectKey, PathType,
+    ConfigMap, Endpoint, EndpointPort, EndpointSlice, IS_DEFAULT_CLASS_ANNOTATION, Ingress,
+    IngressBackend, IngressClass, IngressPath, IngressRule, IngressTls, Kind, ObjectKey, PathType,
     SERVICE_ANNOTATION_PREFIXES, SERVICE_NAME_LABEL, Secret, Service, ServicePort, ServicePortRef,
     ServiceType,
 };
@@ -314,6 +314,18 @@ impl FromK8s for Secret {
             ca_crt: data.remove("ca.crt"),
             entries: data.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             key,
+        })
+    }
+}
+
+impl FromK8s for ConfigMap {
+    type K8s = core::ConfigMap;
+
+    /// Keeps `data` (binary data is not read).
+    fn from_k8s(obj: &core::ConfigMap) -> Result<Self, ConvertError> {
+        Ok(ConfigMap {
+            key: namespaced_key(Kind::ConfigMap, &obj.metadata)?,
+            data: obj.data.clone().unwrap_or_default(),
         })
     }
 }

@@ -20,6 +20,7 @@ pub enum Kind {
     TlsRoute,
     TcpRoute,
     ReferenceGrant,
+    ConfigMap,
 }
 
 /// The API group of the Gateway API kinds.
@@ -35,6 +36,7 @@ impl Kind {
             ("discovery.k8s.io/v1", "EndpointSlice") => Some(Kind::EndpointSlice),
             ("v1", "Secret") => Some(Kind::Secret),
             ("v1", "Namespace") => Some(Kind::Namespace),
+            ("v1", "ConfigMap") => Some(Kind::ConfigMap),
             (version, kind) => {
                 Kind::from_gateway_api(version.strip_prefix(GATEWAY_API_GROUP)?, kind)
             }
@@ -63,7 +65,7 @@ impl Kind {
             Kind::Ingress | Kind::IngressClass => "networking.k8s.io/v1",
             Kind::Service | Kind::Secret => "v1",
             Kind::EndpointSlice => "discovery.k8s.io/v1",
-            Kind::Namespace => "v1",
+            Kind::Namespace | Kind::ConfigMap => "v1",
             Kind::GatewayClass | Kind::Gateway | Kind::HttpRoute | Kind::GrpcRoute => {
                 "gateway.networking.k8s.io/v1"
             }
@@ -81,7 +83,7 @@ impl Kind {
     }
 
     /// Every kind, in declaration order.
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 14] = [
         Kind::Ingress,
         Kind::IngressClass,
         Kind::Service,
@@ -95,6 +97,7 @@ impl Kind {
         Kind::TlsRoute,
         Kind::TcpRoute,
         Kind::ReferenceGrant,
+        Kind::ConfigMap,
     ];
 
     /// The kind [`Kind::as_str`] names (`HTTPRoute`).
@@ -117,6 +120,7 @@ impl Kind {
             Kind::TlsRoute => "TLSRoute",
             Kind::TcpRoute => "TCPRoute",
             Kind::ReferenceGrant => "ReferenceGrant",
+            Kind::ConfigMap => "ConfigMap",
         }
     }
 }

@@ -13,6 +13,7 @@
 //! sources read (the manifests directory, the cluster watchers) into these
 //! views, which feed the [`Store`].
 
+mod config_map;
 mod endpoints;
 mod gateway;
 mod grpc_route;
@@ -27,6 +28,7 @@ mod service;
 mod store;
 mod stream_route;
 
+pub use config_map::ConfigMap;
 pub use endpoints::{Endpoint, EndpointPort, EndpointSlice, SERVICE_NAME_LABEL};
 pub use gateway::{
     AllowedRoutes, CertificateRef, Gateway, GatewayAddress, GatewayClass, LabelOperator,

@@ -9,7 +9,7 @@
 use imbl::{OrdMap, OrdSet};
 
 use crate::{
-    EndpointSlice, ExtraResources, Gateway, GatewayClass, GrpcRoute, HttpRoute, Ingress,
+    ConfigMap, EndpointSlice, ExtraResources, Gateway, GatewayClass, GrpcRoute, HttpRoute, Ingress,
     IngressClass, Kind, Namespace, ObjectKey, ObjectRef, ReferenceGrant, Secret, Service, TcpRoute,
     TlsRoute,
 };
@@ -30,6 +30,7 @@ pub enum Object {
     TlsRoute(TlsRoute),
     TcpRoute(TcpRoute),
     ReferenceGrant(ReferenceGrant),
+    ConfigMap(ConfigMap),
 }
 
 impl Object {
@@ -52,6 +53,7 @@ impl Object {
             Object::TlsRoute(o) => ObjectRef::new(Kind::TlsRoute, o.meta.key.clone()),
             Object::TcpRoute(o) => ObjectRef::new(Kind::TcpRoute, o.meta.key.clone()),
             Object::ReferenceGrant(o) => ObjectRef::new(Kind::ReferenceGrant, o.key.clone()),
+            Object::ConfigMap(o) => ObjectRef::new(Kind::ConfigMap, o.key.clone()),
         }
     }
 }
@@ -74,6 +76,7 @@ pub struct Store {
     tls_routes: OrdMap<ObjectKey, TlsRoute>,
     tcp_routes: OrdMap<ObjectKey, TcpRoute>,
     reference_grants: OrdMap<ObjectKey, ReferenceGrant>,
+    config_maps: OrdMap<ObjectKey, ConfigMap>,
     /// The kinds a configuration adds (`watch.extraResources`).
     pub extra: ExtraResources,
 }
@@ -132,6 +135,9 @@ impl Store {
             Object::ReferenceGrant(o) => {
                 self.reference_grants.insert(o.key.clone(), o);
             }
+            Object::ConfigMap(o) => {
+                self.config_maps.insert(o.key.clone(), o);
+            }
         }
         previous
     }
@@ -173,6 +179,7 @@ impl Store {
                 .reference_grants
                 .remove(key)
                 .map(Object::ReferenceGrant),
+            Kind::ConfigMap => self.config_maps.remove(key).map(Object::ConfigMap),
         }
     }
 
@@ -190,6 +197,7 @@ impl Store {
             + self.tls_routes.len()
             + self.tcp_routes.len()
             + self.reference_grants.len()
+            + self.config_maps.len()
             + self.extra.len()
     }
 
@@ -263,6 +271,10 @@ impl Store {
     }
 
     /// The ReferenceGrants in one namespace (grants only act on their own).
+    pub fn config_map(&self, key: &ObjectKey) -> Option<&ConfigMap> {
+        self.config_maps.get(key)
+    }
+
     pub fn reference_grants_in<'a>(
         &'a self,
         namespace: &'a str,

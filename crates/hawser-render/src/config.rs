@@ -75,6 +75,9 @@ pub struct Settings {
     /// The annotation dialects read (`hawser`, `nginx`, `haproxytech`); the
     /// annotations of one left out fall to `foreignAnnotations`.
     pub annotation_frontends: Vec<crate::features::Dialect>,
+    /// `namespace/name` of a ConfigMap of TCP services (ingress-nginx's
+    /// `tcp-services` form or haproxytech's): each entry a port of its own.
+    pub tcp_services: Option<String>,
     /// Namespaces whose Services any Ingress may name in `hawser.dev/auth-url`
     /// (a shared oauth2-proxy, say); an Ingress may always name a Service of
     /// its own namespace.
@@ -107,6 +110,7 @@ impl Default for Settings {
             body_size_limit: None,
             proxy_protocol: ProxyProtocol::default(),
             auth_service_namespaces: Vec::new(),
+            tcp_services: None,
             annotation_frontends: crate::features::Dialect::ALL.to_vec(),
             values: BTreeMap::new(),
         }
@@ -310,6 +314,18 @@ impl RenderConfig {
                     format!("{list:?} is not {expected}"),
                 )
             })?;
+        }
+        if let Some(name) = &s.tcp_services {
+            let ok = name.split_once('/').is_some_and(|(ns, n)| {
+                validate::label_name("namespace", ns).is_ok()
+                    && validate::subdomain_name("name", n).is_ok()
+            });
+            if !ok {
+                return Err(invalid(
+                    "tcpServices",
+                    format!("{name:?} is not <namespace>/<name> of a ConfigMap"),
+                ));
+            }
         }
         for namespace in &s.auth_service_namespaces {
             validate::label_name("namespace", namespace)

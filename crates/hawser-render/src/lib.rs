@@ -39,6 +39,7 @@ mod library;
 mod render;
 mod report;
 mod route_key;
+mod tcp_services;
 mod tls;
 pub mod validate;
 

@@ -12,6 +12,7 @@
 //! | gateway  | `gateway/streams.cfg` | TLS passthrough and TCP listeners        |
 //! | gateway  | `gateway/mirror.cfg`  | the frontend request mirrors send to     |
 //! | ingress  | `ingress/auth.cfg`    | the frontend auth sub-requests go to     |
+//! | ingress  | `ingress/tcp_services.cfg` | a frontend per TCP service port     |
 //!
 //! Any of them can be replaced by name through `templates.overrides`.
 
@@ -39,6 +40,10 @@ pub const LIBRARY: &[(&str, &str)] = &[
     (
         "ingress/features.cfg",
         include_str!("../../../libraries/ingress/features.cfg.j2"),
+    ),
+    (
+        "ingress/tcp_services.cfg",
+        include_str!("../../../libraries/ingress/tcp_services.cfg.j2"),
     ),
     (
         "ingress/auth.cfg",

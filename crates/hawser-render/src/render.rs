@@ -92,6 +92,8 @@ struct TemplateContext<'a> {
     ingress_features: &'a FeatureView,
     /// Gateway API rules and frontends (the `gateway` library).
     gateway: &'a GatewayView,
+    /// The TCP services of `settings.tcpServices` (`ingress/tcp_services.cfg`).
+    tcp_services: &'a [crate::tcp_services::TcpServiceView],
     tls: Tls,
     /// The kinds the configuration adds (`watch.extraResources`): each
     /// kind's objects as their JSON, in namespace/name order.
@@ -165,6 +167,23 @@ impl Renderer {
         for unserved in &gateway_view.unserved {
             gateway_status.mark_unserved(&unserved.gateway, &unserved.listener, &unserved.message);
         }
+        let reserved: std::collections::BTreeSet<u16> = [
+            Some(settings.http_port),
+            Some(settings.https_port),
+            settings.health_port,
+        ]
+        .into_iter()
+        .flatten()
+        .chain(gateway_view.frontends.iter().map(|f| f.port))
+        .chain(gateway_view.streams.iter().map(|s| s.port))
+        .collect();
+        let (tcp_services, tcp_service_backends) = crate::tcp_services::tcp_services(
+            store,
+            settings,
+            &reserved,
+            gateway_frontends::TCP_SUFFIX,
+            &mut diags,
+        );
         let mut referenced = routes.backends.clone();
         for (key, referrer) in &gateway_table.backends {
             referenced
@@ -181,10 +200,14 @@ impl Renderer {
             &mut ca_files,
             &mut diags,
         ));
+        let mut tcp_referenced = gateway_view.tcp_backends.clone();
+        for (key, referrer) in tcp_service_backends {
+            tcp_referenced.entry(key).or_insert(referrer);
+        }
         backends.extend(tcp_backends(
             store,
             settings,
-            &gateway_view,
+            &tcp_referenced,
             &mut ca_files,
             &mut diags,
         ));
@@ -245,6 +268,7 @@ impl Renderer {
             },
             ingress_features: &feature_view,
             gateway: &gateway_view,
+            tcp_services: &tcp_services,
             tls: Tls {
                 crt_list: tls::CRT_LIST_PATH,
             },
@@ -334,16 +358,16 @@ fn h2_backends(
     plans
 }
 
-/// The `mode tcp` twins of the Service-port backends TLSRoutes and
-/// TCPRoutes send to: the same servers, given whole connections.
+/// The `mode tcp` twins of the Service-port backends TLSRoutes, TCPRoutes
+/// and TCP services send to: the same servers, given whole connections.
 fn tcp_backends(
     store: &Store,
     settings: &Settings,
-    view: &GatewayView,
+    referenced: &BTreeMap<crate::backends::BackendKey, ObjectRef>,
     ca_files: &mut BTreeMap<String, Vec<u8>>,
     diags: &mut Diagnostics,
 ) -> Vec<BackendPlan> {
-    let mut plans = backends::backend_plans(store, settings, &view.tcp_backends, ca_files, diags);
+    let mut plans = backends::backend_plans(store, settings, referenced, ca_files, diags);
     for plan in &mut plans {
         plan.name.push_str(gateway_frontends::TCP_SUFFIX);
         plan.source.push_str(" over TCP");

@@ -1130,3 +1130,37 @@ async fn without_a_valid_configuration_nothing_renders_until_one_arrives() {
 
 mod gateway_api;
 mod gateway_programmed;
+
+#[tokio::test]
+async fn only_the_config_map_a_setting_names_is_watched() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    for name in ["tcp-services", "unrelated"] {
+        let config_map: core::ConfigMap = object(json!({
+            "metadata": {"name": name, "namespace": "edge"},
+            "data": {"9000": "app/web:80"},
+        }));
+        fake.apply(&config_map);
+    }
+    let options = KubeSourceOptions {
+        config_maps: [ObjectKey::new("edge", "tcp-services")].into(),
+        ..KubeSourceOptions::default()
+    };
+    let mut source = Source::start(client, options);
+    let (_, store) = source
+        .delivery_where(|s| {
+            s.config_map(&ObjectKey::new("edge", "tcp-services"))
+                .is_some()
+        })
+        .await;
+    let named = store
+        .config_map(&ObjectKey::new("edge", "tcp-services"))
+        .unwrap();
+    assert_eq!(named.data["9000"], "app/web:80");
+    assert!(
+        store
+            .config_map(&ObjectKey::new("edge", "unrelated"))
+            .is_none()
+    );
+    source.stop().await;
+}

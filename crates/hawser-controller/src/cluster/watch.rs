@@ -21,8 +21,9 @@ use gateway_api::experimental::tcproutes as tcp;
 use gateway_api::{gatewayclasses, gateways, grpcroutes, httproutes, referencegrants, tlsroutes};
 use hawser_k8s::FromK8s;
 use hawser_model::{
-    EndpointSlice, Gateway, GatewayClass, GrpcRoute, HttpRoute, Ingress, IngressClass, Kind,
-    Namespace, Object, ObjectKey, ObjectRef, ReferenceGrant, Secret, Service, TcpRoute, TlsRoute,
+    ConfigMap, EndpointSlice, Gateway, GatewayClass, GrpcRoute, HttpRoute, Ingress, IngressClass,
+    Kind, Namespace, Object, ObjectKey, ObjectRef, ReferenceGrant, Secret, Service, TcpRoute,
+    TlsRoute,
 };
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
@@ -129,6 +130,18 @@ pub fn spawn_all(
             tasks.spawn(follow(api, config.clone(), scope.clone(), messages.clone()));
             scopes.push(scope);
         }
+    }
+    // The ConfigMaps a setting names (the TCP services map): each alone.
+    for key in &options.config_maps {
+        let scope = Scope {
+            kind: Kind::ConfigMap,
+            namespace: Some(key.namespace.clone()),
+        };
+        let resource = ApiResource::erase::<core::ConfigMap>(&());
+        let api = Api::namespaced_with(client.clone(), &key.namespace, &resource);
+        let config = watcher::Config::default().fields(&format!("metadata.name={}", key.name));
+        tasks.spawn(follow(api, config, scope.clone(), messages.clone()));
+        scopes.push(scope);
     }
     scopes
 }
@@ -287,6 +300,9 @@ pub fn convert(kind: Kind, object: DynamicObject) -> Item {
         Kind::Namespace => typed::<core::Namespace>(data, metadata)
             .and_then(|o| Namespace::from_k8s(&o).map_err(|e| e.to_string()))
             .map(Object::Namespace),
+        Kind::ConfigMap => typed::<core::ConfigMap>(data, metadata)
+            .and_then(|o| ConfigMap::from_k8s(&o).map_err(|e| e.to_string()))
+            .map(Object::ConfigMap),
         Kind::GatewayClass => typed::<gatewayclasses::GatewayClass>(data, metadata)
             .and_then(|o| GatewayClass::from_k8s(&o).map_err(|e| e.to_string()))
             .map(Object::GatewayClass),

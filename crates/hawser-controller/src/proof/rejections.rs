@@ -54,7 +54,9 @@ pub(super) fn rejections(diagnostics: &[Diagnostic], store: &Store) -> Vec<Rejec
                 }
                 Kind::IngressClass => Scope::Every,
                 Kind::Service => Scope::Service(format!("{}/{}", key.namespace, key.name)),
-                Kind::Secret | Kind::EndpointSlice | Kind::Namespace => Scope::Nothing,
+                Kind::Secret | Kind::EndpointSlice | Kind::Namespace | Kind::ConfigMap => {
+                    Scope::Nothing
+                }
                 // Gateway API routing is not told apart by host here yet.
                 Kind::GatewayClass
                 | Kind::Gateway

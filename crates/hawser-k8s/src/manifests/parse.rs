@@ -18,8 +18,9 @@ use gateway_api::httproutes::HttpRoute as K8sHttpRoute;
 use gateway_api::referencegrants::ReferenceGrant as K8sReferenceGrant;
 use gateway_api::tlsroutes::TlsRoute as K8sTlsRoute;
 use hawser_model::{
-    EndpointSlice, Gateway, GatewayClass, GrpcRoute, HttpRoute, Ingress, IngressClass, Kind,
-    Namespace, Object, ObjectKey, ObjectRef, ReferenceGrant, Secret, Service, TcpRoute, TlsRoute,
+    ConfigMap, EndpointSlice, Gateway, GatewayClass, GrpcRoute, HttpRoute, Ingress, IngressClass,
+    Kind, Namespace, Object, ObjectKey, ObjectRef, ReferenceGrant, Secret, Service, TcpRoute,
+    TlsRoute,
 };
 use k8s_openapi::api::core::v1 as core;
 use k8s_openapi::api::discovery::v1 as discovery;
@@ -337,6 +338,9 @@ impl<'de> DeserializeSeed<'de> for ObjectSeed {
                     .map(Object::EndpointSlice)
             }
             Kind::Secret => Secret::from_k8s(&core::Secret::deserialize(de)?).map(Object::Secret),
+            Kind::ConfigMap => {
+                ConfigMap::from_k8s(&core::ConfigMap::deserialize(de)?).map(Object::ConfigMap)
+            }
             Kind::Namespace => {
                 Namespace::from_k8s(&core::Namespace::deserialize(de)?).map(Object::Namespace)
             }

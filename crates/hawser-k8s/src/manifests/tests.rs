@@ -136,9 +136,8 @@ fn nested_directories_are_walked_and_other_files_skipped() {
 fn unknown_kinds_are_ignored_and_counted() {
     let file = "\
 apiVersion: v1
-kind: ConfigMap
+kind: ServiceAccount
 metadata: {name: settings}
-data: {a: b}
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -308,7 +307,7 @@ items:
   kind: Service
   metadata: {name: one}
 - apiVersion: v1
-  kind: ConfigMap
+  kind: ServiceAccount
   metadata: {name: settings}
 - apiVersion: v1
   kind: Service

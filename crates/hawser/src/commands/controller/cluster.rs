@@ -344,9 +344,17 @@ impl Live {
         if let Some(default) = default_certificate {
             kept_secrets.insert(parse_key(default, "settings.defaultCertificate")?);
         }
+        let tcp_services = renderer
+            .as_ref()
+            .and_then(|r| r.config().settings.tcp_services.as_ref());
+        let mut config_maps = BTreeSet::new();
+        if let Some(name) = tcp_services {
+            config_maps.insert(parse_key(name, "settings.tcpServices")?);
+        }
         let mut options = KubeSourceOptions {
             namespaces: spec.watch.namespaces.clone(),
             kept_secrets,
+            config_maps,
             extra_resources: spec.watch.extra_resources.clone(),
             ..KubeSourceOptions::default()
         };
