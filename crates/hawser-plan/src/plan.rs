@@ -32,6 +32,10 @@ pub struct BackendPlan {
     pub balance: String,
     /// `timeout server` for this backend, when the Service sets one.
     pub timeout_server: Option<String>,
+    /// `timeout connect` for this backend, when the Service sets one (a
+    /// plan without it reads as none).
+    #[serde(default)]
+    pub timeout_connect: Option<String>,
     /// Sorted by name; names are derived from the endpoint, so they survive reorders.
     pub servers: Vec<ServerPlan>,
     /// What the backend carries: HTTP requests, or TCP connections (the twin

@@ -192,6 +192,7 @@ pub(crate) fn backend_plans(
                 source: key.describe(),
                 balance: "roundrobin".to_string(),
                 timeout_server: None,
+                timeout_connect: None,
                 servers: Vec::new(),
                 mode: BackendMode::Http,
                 cookie: None,
@@ -216,6 +217,7 @@ pub(crate) fn backend_plans(
             };
             plan.balance = settings.balance;
             plan.timeout_server = settings.timeout_server;
+            plan.timeout_connect = settings.features.timeout_connect.clone();
             plan.cookie = settings.features.cookie();
             let Some(port) = service.port(&key.port) else {
                 diags.warn(
@@ -345,6 +347,7 @@ mod tests {
             source: key.describe(),
             balance: "roundrobin".to_string(),
             timeout_server: None,
+            timeout_connect: None,
             servers: Vec::new(),
             mode: BackendMode::Http,
             cookie: None,

@@ -127,6 +127,10 @@ async fn redirects_headers_and_cors_as_each_controller_gives_them() {
     let redirected = served.get("shop.example.com", "/cart").await;
     assert_eq!(redirected.status, 302);
 
+    assert!(
+        served.config().contains("timeout connect 3s"),
+        "ingress-nginx's proxy-connect-timeout, on its backend"
+    );
     let prefixed = served.get("nginx-prefix.example.com", "/").await;
     assert_eq!(prefixed.echo().headers["x-forwarded-prefix"], ["/shop"]);
     let headers = served.get("ht-headers.example.com", "/").await;

@@ -41,6 +41,7 @@ fn base() -> Version {
             source: "Service app/web port 80".to_string(),
             balance: "roundrobin".to_string(),
             timeout_server: None,
+            timeout_connect: None,
             servers: vec![server("a", "10.0.0.1", 80), server("b", "10.0.0.2", 80)],
             mode: BackendMode::Http,
             cookie: None,

@@ -11,6 +11,7 @@ fn plan() -> Plan {
             source: "Service app/web port 80".into(),
             balance: "roundrobin".into(),
             timeout_server: Some("30s".into()),
+            timeout_connect: None,
             servers: vec![ServerPlan {
                 name: "s1".into(),
                 address: "10.0.0.1".into(),

@@ -18,6 +18,7 @@ const SESSION_COOKIE_MAX_AGE: &str = "session-cookie-max-age";
 const BACKEND_CA_SECRET: &str = "backend-ca-secret";
 const BALANCE: &str = "balance";
 const TIMEOUT_SERVER: &str = "timeout-server";
+const TIMEOUT_CONNECT: &str = "timeout-connect";
 /// The balance algorithms a backend may use.
 const BALANCE_ALGORITHMS: &[&str] = &["roundrobin", "leastconn", "first", "source", "random"];
 /// The annotation saying how HAProxy talks to a Service's pods.
@@ -36,6 +37,7 @@ pub const BACKEND_ANNOTATIONS: &[&str] = &[
     BACKEND_CA_SECRET,
     BALANCE,
     TIMEOUT_SERVER,
+    TIMEOUT_CONNECT,
 ];
 /// ingress-nginx's `session-cookie-name` default.
 const DEFAULT_COOKIE: &str = "INGRESSCOOKIE";
@@ -68,6 +70,8 @@ pub struct BackendFeatures {
     pub balance: Option<String>,
     /// The backend's `timeout server`.
     pub timeout_server: Option<String>,
+    /// The backend's `timeout connect`.
+    pub timeout_connect: Option<String>,
 }
 
 impl BackendFeatures {
@@ -186,11 +190,13 @@ pub fn backend_features(ours: &BTreeMap<&str, &str>) -> Result<BackendFeatures, 
             .then(|| v.trim().to_string())
             .ok_or("one of roundrobin, leastconn, first, source, random")
     })?;
-    let timeout_server = read.parse(TIMEOUT_SERVER, |v| {
+    let duration = |v: &str| {
         crate::validate::duration("timeout", v.trim())
             .map(|()| v.trim().to_string())
             .map_err(|_| "a duration (30s, 5m, or milliseconds)")
-    })?;
+    };
+    let timeout_server = read.parse(TIMEOUT_SERVER, duration)?;
+    let timeout_connect = read.parse(TIMEOUT_CONNECT, duration)?;
     Ok(BackendFeatures {
         protocol,
         sni,
@@ -199,6 +205,7 @@ pub fn backend_features(ours: &BTreeMap<&str, &str>) -> Result<BackendFeatures, 
         ca: ca.map(|name| (name, String::new())),
         balance,
         timeout_server,
+        timeout_connect,
     })
 }
 

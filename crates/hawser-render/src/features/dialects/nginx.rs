@@ -183,6 +183,9 @@ fn timeouts(read: &mut Their<'_>, t: &mut Translation) -> Result<(), DialectErro
             largest = Some((seconds, v));
         }
     }
+    if let Some(v) = read.take("proxy-connect-timeout") {
+        t.set("timeout-connect", format!("{}s", whole(&v)?), v.annotation)?;
+    }
     if let Some((seconds, v)) = largest {
         t.set("timeout-server", format!("{seconds}s"), v.annotation)?;
         if read_timeout.is_some() && send_timeout.is_some() {

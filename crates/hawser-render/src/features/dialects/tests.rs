@@ -292,3 +292,17 @@ fn names_are_replaced_whole() {
         "annotation nginx.ingress.kubernetes.io/auth-secret and hawser.dev/auth-secret-type"
     );
 }
+
+#[test]
+fn ingress_nginx_timeouts_are_seconds_on_the_backend() {
+    let map = read(
+        &[
+            ("nginx.ingress.kubernetes.io/proxy-connect-timeout", "7"),
+            ("nginx.ingress.kubernetes.io/proxy-read-timeout", "120"),
+        ],
+        Target::Ingress,
+    )
+    .unwrap();
+    assert_eq!(map["hawser.dev/timeout-connect"], "7s");
+    assert_eq!(map["hawser.dev/timeout-server"], "120s");
+}
