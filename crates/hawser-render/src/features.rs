@@ -112,6 +112,9 @@ pub struct IngressFeatures {
     /// The Ingress's paths are PCRE2 regular expressions, matched
     /// case-insensitively from the start of the request path.
     pub use_regex: bool,
+    /// Every path of its hosts is matched as a regular expression, whatever
+    /// Ingress it is on (`use-regex: host`, ingress-nginx's rule).
+    pub regex_host_wide: bool,
     /// Clients of its TLS hosts show a certificate its CA verifies.
     pub client_auth: Option<ClientAuth>,
     /// Its TLS hosts' connections go whole to the backend, by SNI.

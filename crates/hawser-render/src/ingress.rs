@@ -165,6 +165,7 @@ pub(crate) fn route_table(
     let mut canaries = Vec::new();
     let mut aliases = Vec::new();
     let mut www = Vec::new();
+    let mut regex_hosts = BTreeSet::new();
     for ingress in owned {
         let object = ObjectRef::new(Kind::Ingress, ingress.key.clone());
         let served = served_features(ingress, store, settings, &object, diags).and_then(
@@ -185,6 +186,9 @@ pub(crate) fn route_table(
                 }
                 if features.ssl_passthrough {
                     add_passthrough(&mut table, ingress, &routes, &object, diags);
+                }
+                if features.regex_host_wide {
+                    regex_hosts.extend(routes.iter().map(|r| r.host.clone()));
                 }
                 if features.www_redirect {
                     www.push((
@@ -238,6 +242,9 @@ pub(crate) fn route_table(
     }
     for (object, key, routes, canary) in canaries {
         canary::attach(&mut table, &object, key, &routes, canary, diags);
+    }
+    if !regex_hosts.is_empty() {
+        regex::host_wide(&mut table, &regex_hosts);
     }
     table
 }

@@ -275,3 +275,30 @@ async fn hosts_paths_and_aliases_change_as_each_controller_asks() {
         Some("http://new.example.com:8443/cart?id=1")
     );
 }
+
+#[tokio::test]
+async fn ingress_nginx_regex_paths_hold_for_the_whole_host() {
+    let served = serve_dialects().await;
+    assert_eq!(
+        served.get("regex.example.com", "/items/12").await.status,
+        200
+    );
+    assert_eq!(
+        served.get("regex.example.com", "/items/x").await.status,
+        404
+    );
+    // Another Ingress's Prefix path on that host: a regex from the start,
+    // as ingress-nginx matches it (so /staticfoo too).
+    assert_eq!(
+        served.get("regex.example.com", "/static/a").await.status,
+        200
+    );
+    assert_eq!(
+        served.get("regex.example.com", "/staticfoo").await.status,
+        200
+    );
+    // rewrite-target alone makes the paths regexes, and rewrites.
+    let rewritten = served.get("rewrite.example.com", "/app/cart?id=1").await;
+    assert_eq!(rewritten.status, 200, "{}", rewritten.text());
+    assert_eq!(rewritten.echo().path, "/cart?id=1");
+}

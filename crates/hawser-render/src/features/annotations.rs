@@ -390,7 +390,14 @@ pub fn ingress_features(
             None
         }
     };
-    let use_regex = bool_of(USE_REGEX)?.unwrap_or(false);
+    let (use_regex, regex_host_wide) = read
+        .parse(USE_REGEX, |v| match v.trim() {
+            "true" => Ok((true, false)),
+            "false" => Ok((false, false)),
+            "host" => Ok((true, true)),
+            _ => Err("true, false or host (every path of the Ingress's hosts, whatever Ingress it is on, as ingress-nginx does)"),
+        })?
+        .unwrap_or((false, false));
     let ssl_passthrough = bool_of(SSL_PASSTHROUGH)?.unwrap_or(false);
     let rewrite_target = read.parse(REWRITE_TARGET, values::rewrite_target)?;
     let request_headers = read
@@ -423,6 +430,7 @@ pub fn ingress_features(
         canary,
         body_size,
         use_regex,
+        regex_host_wide,
         rewrite_target,
         client_auth,
         ssl_passthrough,

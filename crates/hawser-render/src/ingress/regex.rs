@@ -45,6 +45,55 @@ pub fn rewrite_regex(path: &str, is_regex: bool) -> String {
     }
 }
 
+/// ingress-nginx's rule for `use-regex` (`use-regex: host`): every path of
+/// the `hosts`, whatever Ingress it is on, is matched as a regular
+/// expression. Their exact and prefix entries move to the regex map: a
+/// Prefix path as its literal text from the start (nginx's `~* ^<path>`, so
+/// `/foo` matches `/foobar` too), an Exact path whole.
+pub(super) fn host_wide(table: &mut super::RouteTable, hosts: &std::collections::BTreeSet<String>) {
+    let split = |key: &str| {
+        key.find('/')
+            .map(|at| (key[..at].to_string(), key[at..].to_string()))
+    };
+    let exact: Vec<String> = table
+        .exact
+        .keys()
+        .filter(|key| split(key).is_some_and(|(host, _)| hosts.contains(&host)))
+        .cloned()
+        .collect();
+    for key in exact {
+        let Some(target) = table.exact.remove(&key) else {
+            continue;
+        };
+        let Some((host, path)) = split(&key) else {
+            continue;
+        };
+        if target.exact_type {
+            let entry = regex_key(&host, &format!("{}$", escape(&path)));
+            table.regex.entry(entry).or_insert(target);
+        } // a Prefix path's own text: its prefix entry covers it
+    }
+    let prefix: Vec<String> = table
+        .prefix
+        .keys()
+        .filter(|key| split(key).is_some_and(|(host, _)| hosts.contains(&host)))
+        .cloned()
+        .collect();
+    for key in prefix {
+        let Some(target) = table.prefix.remove(&key) else {
+            continue;
+        };
+        let Some((host, path)) = split(&key) else {
+            continue;
+        };
+        let literal = path.strip_suffix('/').unwrap_or(&path);
+        table
+            .regex
+            .entry(regex_key(&host, &escape(literal)))
+            .or_insert(target);
+    }
+}
+
 /// `text` with every character that means something in a regular
 /// expression escaped.
 fn escape(text: &str) -> String {

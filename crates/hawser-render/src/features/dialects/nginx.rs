@@ -20,7 +20,6 @@ const SAME: &[&str] = &[
     "temporal-redirect-code",
     "app-root",
     "rewrite-target",
-    "use-regex",
     "denylist-source-range",
     "auth-realm",
     "auth-secret-type",
@@ -63,13 +62,16 @@ pub(super) fn translate(
     for name in SAME.iter().chain(super::super::canary::CANARY_ANNOTATIONS) {
         if let Some(v) = read.take(name) {
             t.set(name, v.text, v.annotation)?;
-            // "Use Regex": ingress-nginx then matches every path of the
-            // host as a regex, whatever Ingress it is on.
-            if *name == "use-regex" && v.text.trim() == "true" {
-                t.differs(
-                    v.annotation,
-                    "the paths of this Ingress are regular expressions; other Ingresses' paths for the same host stay as they are",
-                );
+        }
+    }
+    // "Use Regex": ingress-nginx then matches every path of the host as a
+    // regex, whatever Ingress it is on; `rewrite-target` does the same.
+    match read.take("use-regex") {
+        Some(v) if v.boolean()? => t.set("use-regex", "host", v.annotation)?,
+        Some(v) => t.set("use-regex", "false", v.annotation)?,
+        None => {
+            if let Some(&(whole, _)) = read.annotations.get("rewrite-target") {
+                t.set("use-regex", "host", whole)?;
             }
         }
     }

@@ -306,3 +306,16 @@ fn ingress_nginx_timeouts_are_seconds_on_the_backend() {
     assert_eq!(map["hawser.dev/timeout-connect"], "7s");
     assert_eq!(map["hawser.dev/timeout-server"], "120s");
 }
+
+#[test]
+fn ingress_nginx_regexes_hold_for_the_whole_host() {
+    for pairs in [
+        &[("nginx.ingress.kubernetes.io/use-regex", "true")][..],
+        &[("nginx.ingress.kubernetes.io/rewrite-target", "/$1")],
+    ] {
+        let features = features_of(pairs).unwrap();
+        assert!(features.use_regex && features.regex_host_wide, "{pairs:?}");
+    }
+    let hawser = features_of(&[("hawser.dev/use-regex", "true")]).unwrap();
+    assert!(hawser.use_regex && !hawser.regex_host_wide);
+}
