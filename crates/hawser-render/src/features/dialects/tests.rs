@@ -158,12 +158,27 @@ fn two_dialects_asking_one_feature_differently_refuse_naming_both() {
 
 #[test]
 fn what_a_front_end_does_not_serve_falls_to_the_policy() {
+    // Every snippet, and every security annotation no front-end serves.
     for key in [
         "nginx.ingress.kubernetes.io/configuration-snippet",
+        "nginx.ingress.kubernetes.io/server-snippet",
+        "nginx.ingress.kubernetes.io/auth-snippet",
+        "nginx.ingress.kubernetes.io/stream-snippet",
+        "nginx.ingress.kubernetes.io/modsecurity-snippet",
         "nginx.ingress.kubernetes.io/limit-rpm",
+        "nginx.ingress.kubernetes.io/limit-whitelist",
+        "nginx.ingress.kubernetes.io/limit-allowlist",
+        "nginx.ingress.kubernetes.io/global-rate-limit",
         "nginx.ingress.kubernetes.io/auth-tls-error-page",
+        "nginx.ingress.kubernetes.io/auth-tls-match-cn",
+        "nginx.ingress.kubernetes.io/auth-cache-key",
+        "nginx.ingress.kubernetes.io/enable-global-auth",
         "haproxy.org/backend-config-snippet",
+        "haproxy.org/frontend-config-snippet",
         "haproxy.org/rate-limit-whitelist",
+        "haproxy.org/client-ca",
+        "haproxy.org/client-crt-optional",
+        "haproxy.com/backend-config-snippet",
     ] {
         let refused = read(&[(key, "x")], Target::Ingress).unwrap_err();
         assert!(refused.contains(key), "{refused}");

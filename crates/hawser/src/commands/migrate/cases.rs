@@ -35,8 +35,14 @@ pub fn config_file(
         let Ok((features, _)) = effective_features(ingress, settings) else {
             continue;
         };
-        if !served || features.use_regex || features.external_auth.is_some() {
-            continue; // regex paths and external auth need requests of their own
+        if !served
+            || features.use_regex
+            || features.external_auth.is_some()
+            || features.canary.is_some()
+        {
+            // Regex paths, external auth and a canary's share need requests
+            // of their own.
+            continue;
         }
         for rule in &ingress.rules {
             let host = match rule.host.as_deref() {
