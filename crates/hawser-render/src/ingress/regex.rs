@@ -51,47 +51,37 @@ pub fn rewrite_regex(path: &str, is_regex: bool) -> String {
 /// Prefix path as its literal text from the start (nginx's `~* ^<path>`, so
 /// `/foo` matches `/foobar` too), an Exact path whole.
 pub(super) fn host_wide(table: &mut super::RouteTable, hosts: &std::collections::BTreeSet<String>) {
-    let split = |key: &str| {
-        key.find('/')
-            .map(|at| (key[..at].to_string(), key[at..].to_string()))
-    };
-    let exact: Vec<String> = table
-        .exact
-        .keys()
-        .filter(|key| split(key).is_some_and(|(host, _)| hosts.contains(&host)))
-        .cloned()
-        .collect();
-    for key in exact {
-        let Some(target) = table.exact.remove(&key) else {
-            continue;
-        };
-        let Some((host, path)) = split(&key) else {
-            continue;
-        };
+    for (host, path, target) in take_hosts(&mut table.exact, hosts) {
         if target.exact_type {
             let entry = regex_key(&host, &format!("{}$", escape(&path)));
             table.regex.entry(entry).or_insert(target);
         } // a Prefix path's own text: its prefix entry covers it
     }
-    let prefix: Vec<String> = table
-        .prefix
+    for (host, path, target) in take_hosts(&mut table.prefix, hosts) {
+        let literal = path.strip_suffix('/').unwrap_or(&path);
+        let entry = regex_key(&host, &escape(literal));
+        table.regex.entry(entry).or_insert(target);
+    }
+}
+
+/// The entries of `map` (keyed `<host><path>`) for one of `hosts`, taken
+/// out, as (host, path, target).
+fn take_hosts(
+    map: &mut std::collections::BTreeMap<String, super::Target>,
+    hosts: &std::collections::BTreeSet<String>,
+) -> Vec<(String, String, super::Target)> {
+    let keys: Vec<String> = map
         .keys()
-        .filter(|key| split(key).is_some_and(|(host, _)| hosts.contains(&host)))
+        .filter(|key| key.find('/').is_some_and(|at| hosts.contains(&key[..at])))
         .cloned()
         .collect();
-    for key in prefix {
-        let Some(target) = table.prefix.remove(&key) else {
-            continue;
-        };
-        let Some((host, path)) = split(&key) else {
-            continue;
-        };
-        let literal = path.strip_suffix('/').unwrap_or(&path);
-        table
-            .regex
-            .entry(regex_key(&host, &escape(literal)))
-            .or_insert(target);
-    }
+    keys.into_iter()
+        .filter_map(|key| {
+            let target = map.remove(&key)?;
+            let at = key.find('/')?;
+            Some((key[..at].to_string(), key[at..].to_string(), target))
+        })
+        .collect()
 }
 
 /// `text` with every character that means something in a regular
