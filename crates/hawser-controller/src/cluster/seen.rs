@@ -262,9 +262,8 @@ impl Cluster {
                         .as_ref()
                         .map(|name| ObjectKey::new(&ingress.key.namespace, name))
                 }));
-                // The users of its basic authentication, the CA of its
-                // client certificates.
-                // in any annotation dialect.
+                // The users of its basic authentication, the CAs of its
+                // client certificates and its pods, in any annotation dialect.
                 let namespace = &ingress.key.namespace;
                 referenced.extend(
                     named_secrets(&ingress.annotations, Target::Ingress, namespace)

@@ -211,16 +211,7 @@ pub fn backend_features(ours: &BTreeMap<&str, &str>) -> Result<BackendFeatures, 
 
 /// A cookie name: an RFC 6265 token of letters, digits, `-` and `_`.
 fn cookie_name(value: &str) -> Result<String, Expected> {
-    let ok = !value.is_empty()
-        && value.len() <= 64
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if ok {
-        Ok(value.to_string())
-    } else {
-        Err("a cookie name of letters, digits, - and _")
-    }
+    values::name_token(value).map_err(|_| "a cookie name of letters, digits, - and _")
 }
 
 #[cfg(test)]

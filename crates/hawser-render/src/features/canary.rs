@@ -93,14 +93,7 @@ pub(super) fn canary(read: &Reader<'_>) -> Result<Option<Canary>, AnnotationErro
     }))
 }
 
-/// A header or cookie name: letters, digits, `-` and `_`.
+/// A header or cookie name.
 fn token(value: &str) -> Result<String, Expected> {
-    let value = value.trim();
-    let ok = !value.is_empty()
-        && value.len() <= 64
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    ok.then(|| value.to_string())
-        .ok_or("a name of letters, digits, - and _")
+    values::name_token(value.trim())
 }

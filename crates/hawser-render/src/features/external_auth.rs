@@ -121,10 +121,7 @@ pub(super) fn header_names(value: &str) -> Result<Vec<String>, Expected> {
     let mut names: Vec<String> = Vec::new();
     for name in value.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let name = name.to_ascii_lowercase();
-        let ok = name.len() <= 64
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-            && !super::values::RESERVED_HEADERS.contains(&name.as_str());
-        if !ok {
+        if !super::values::settable_header(&name) {
             return Err(EXPECTED);
         }
         if !names.contains(&name) {

@@ -191,7 +191,7 @@ pub fn url(value: &str) -> Result<String, Expected> {
 
 /// Headers HAProxy or the connection own: setting them would break the
 /// exchange or its routing.
-pub(super) const RESERVED_HEADERS: &[&str] = &[
+const RESERVED_HEADERS: &[&str] = &[
     "host",
     "content-length",
     "transfer-encoding",
@@ -203,6 +203,27 @@ pub(super) const RESERVED_HEADERS: &[&str] = &[
     "proxy-connection",
 ];
 
+/// A lowercase header name hawser may set: letters, digits and `-`, at
+/// most 64, not one HAProxy or the connection owns.
+pub(super) fn settable_header(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && !RESERVED_HEADERS.contains(&name)
+}
+
+/// A name of letters, digits, `-` and `_` (a cookie's, a header's), at
+/// most 64.
+pub(super) fn name_token(value: &str) -> Result<String, Expected> {
+    let ok = !value.is_empty()
+        && value.len() <= 64
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    ok.then(|| value.to_string())
+        .ok_or("a name of letters, digits, - and _")
+}
+
 /// `Name: value` lines (at most 32), names of letters, digits and `-`
 /// (not one HAProxy or the connection owns), values of printable ASCII.
 /// Names are kept lowercase.
@@ -213,10 +234,7 @@ pub fn header_lines(value: &str) -> Result<std::collections::BTreeMap<String, St
         let (name, value) = line.split_once(':').ok_or(EXPECTED)?;
         let name = name.trim().to_ascii_lowercase();
         let value = value.trim();
-        let name_ok = !name.is_empty()
-            && name.len() <= 64
-            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-            && !RESERVED_HEADERS.contains(&name.as_str());
+        let name_ok = settable_header(&name);
         let value_ok = !value.is_empty()
             && value.len() <= 1024
             && value.bytes().all(|b| (b' '..=b'~').contains(&b));
