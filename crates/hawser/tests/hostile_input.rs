@@ -36,6 +36,8 @@ async fn hostile_objects_are_rejected_and_named() {
         "Ingress hostile/evil-rewrite",
         "Ingress hostile/evil-realm",
         "Ingress hostile/evil-auth",
+        "Ingress hostile/evil-canary",
+        "Ingress hostile/evil-path-rewrite",
     ] {
         assert!(
             stderr.contains(&format!("rejected: {object}: ")),
@@ -67,6 +69,8 @@ async fn nothing_is_injected_into_the_rendered_files() {
         "127.0.0.1:6",
         "127.0.0.1:7",
         "127.0.0.1:8",
+        "127.0.0.1:9",
+        "127.0.0.1:10",
         "if TRUE",
         "timeout server 5s",
         "X-Evil",
