@@ -29,15 +29,21 @@ pub fn load(args: &InputArgs) -> anyhow::Result<Inputs> {
 pub fn load_with(manifests: &Path, config: RenderConfig) -> anyhow::Result<Inputs> {
     let policy = hawser_controller::gate::config_policy(&config);
     let renderer = Renderer::new(config).map_err(|e| UsageError(e.into()))?;
-    let manifests = load_dir(manifests).map_err(|e| UsageError(e.into()))?;
-    for problem in &manifests.problems {
-        eprintln!("manifest problem: {problem}");
-    }
+    let manifests = read_manifests(manifests)?;
     Ok(Inputs {
         manifests,
         renderer,
         policy,
     })
+}
+
+/// The manifests of `dir`; each malformed one is reported on stderr.
+pub fn read_manifests(dir: &Path) -> anyhow::Result<ManifestSet> {
+    let manifests = load_dir(dir).map_err(|e| UsageError(e.into()))?;
+    for problem in &manifests.problems {
+        eprintln!("manifest problem: {problem}");
+    }
+    Ok(manifests)
 }
 
 /// The render configuration of a config file (its tests are checked, then

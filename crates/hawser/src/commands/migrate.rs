@@ -169,11 +169,7 @@ const LIST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 /// The objects to judge: the manifests, or the cluster.
 async fn read_objects(args: &MigrateArgs) -> anyhow::Result<Store> {
     if let Some(dir) = &args.manifests {
-        let manifests = hawser_k8s::load_dir(dir).map_err(|e| UsageError(e.into()))?;
-        for problem in &manifests.problems {
-            eprintln!("manifest problem: {problem}");
-        }
-        return Ok(manifests.store);
+        return Ok(input::read_manifests(dir)?.store);
     }
     let client = kube::Client::try_default().await.map_err(|e| {
         UsageError(anyhow::anyhow!(
