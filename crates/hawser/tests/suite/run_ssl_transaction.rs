@@ -1,0 +1,193 @@
+//! `hawser run`: an SSL transaction left open in HAProxy (an agent killed
+//! between `set ssl cert` and `commit`) is aborted when the agent starts
+//! again, so it blocks no later certificate update; certificate rotations
+//! and map changes then apply at runtime, completely (fixture
+//! `run_ssl_transaction/`).
+
+use crate::support::{Backends, Manifests, Run, TestCertificate, Vars, fixture_dir, pod};
+
+const A_HOST: &str = "a.example.com";
+const B_HOST: &str = "b.example.com";
+const A_CERT: &str = "certs/ssl_a-tls.pem";
+const B_CERT: &str = "certs/ssl_b-tls.pem";
+
+/// Two more hosts on the same Service, without TLS: map changes only.
+const MORE_HOSTS: &str = r#"
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: { name: more, namespace: ssl }
+spec:
+  ingressClassName: hawser
+  rules:
+    - host: c.example.com
+      http:
+        paths:
+          - { path: /, pathType: Prefix, backend: { service: { name: site, port: { name: http } } } }
+          - { path: /shop, pathType: Exact, backend: { service: { name: site, port: { name: http } } } }
+    - host: d.example.com
+      http:
+        paths:
+          - { path: /, pathType: Prefix, backend: { service: { name: site, port: { name: http } } } }
+"#;
+
+/// A self-signed certificate for `host` whose subject CN is `cn`, so the
+/// test can tell two certificates for one host apart.
+fn certificate(host: &str, cn: &str) -> TestCertificate {
+    let key = rcgen::KeyPair::generate().expect("generate a key");
+    let mut params =
+        rcgen::CertificateParams::new(vec![host.to_string()]).expect("certificate params");
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, cn);
+    let cert = params.self_signed(&key).expect("self-sign");
+    TestCertificate {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    }
+}
+
+/// The fixture's `secrets.yaml` with these certificates.
+fn secrets_vars(a: &TestCertificate, b: &TestCertificate) -> Vars {
+    let mut vars = Vars::new();
+    for (prefix, cert) in [("A_TLS", a), ("B_TLS", b)] {
+        vars.insert(format!("{prefix}_CRT"), cert.cert_yaml());
+        vars.insert(format!("{prefix}_KEY"), cert.key_yaml());
+    }
+    vars
+}
+
+fn secrets_yaml(a: &TestCertificate, b: &TestCertificate) -> String {
+    let mut text = std::fs::read_to_string(fixture_dir("run_ssl_transaction").join("secrets.yaml"))
+        .expect("fixture secrets.yaml");
+    for (name, value) in secrets_vars(a, b) {
+        text = text.replace(&format!("${{{name}}}"), &value);
+    }
+    text
+}
+
+/// Asserts HTTPS with SNI `host` is served the certificate with subject `cn`
+/// and reaches the site.
+async fn expect_certificate(run: &Run, host: &str, cn: &str) {
+    let response = run.get_tls(Some(host), host, "/").await;
+    assert_eq!(
+        response.tls().subject_cn.as_deref(),
+        Some(cn),
+        "SNI {host}: {:?}",
+        response.tls()
+    );
+    assert_eq!(response.status, 200, "{:?}", response.text());
+    assert_eq!(response.echo().service, "site");
+}
+
+/// The open SSL transaction, if any.
+async fn open_transaction(run: &Run) -> Option<String> {
+    run.runtime()
+        .show_ssl_certs()
+        .await
+        .expect("show ssl cert")
+        .transaction
+}
+
+#[tokio::test]
+async fn transaction_left_open_is_aborted_at_start_and_updates_apply_again() {
+    let a = certificate(A_HOST, A_HOST);
+    let b = certificate(B_HOST, B_HOST);
+    let backends = Backends::start(&[pod("ssl", "site", "site-a")]);
+    let mut vars = backends.vars();
+    vars.extend(secrets_vars(&a, &b));
+    let manifests = Manifests::from_fixture("run_ssl_transaction", &vars);
+    let mut run = Run::start(manifests.path()).await;
+    run.wait_converged().await;
+    expect_certificate(&run, A_HOST, A_HOST).await;
+    expect_certificate(&run, B_HOST, B_HOST).await;
+    let workers = run.worker_pids().await;
+
+    // An agent dies between `set ssl cert` and `commit`: the transaction
+    // stays open in HAProxy, and would refuse every other certificate's.
+    let uncommitted = certificate(A_HOST, "a.example.com, never committed");
+    run.runtime()
+        .set_ssl_cert(
+            A_CERT,
+            &format!("{}{}", uncommitted.cert_pem, uncommitted.key_pem),
+        )
+        .await
+        .expect("open a transaction");
+    assert_eq!(open_transaction(&run).await.as_deref(), Some(A_CERT));
+    run.kill9();
+    run.spawn();
+    run.expect_ready().await;
+    // The restarted controller renders again (nothing changed): wait for it.
+    run.wait_converged().await;
+    assert_eq!(
+        open_transaction(&run).await,
+        None,
+        "the restarted agent aborts the transaction\n{}",
+        run.output()
+    );
+    assert_eq!(run.worker_pids().await, workers, "HAProxy was adopted");
+    // Aborted, not committed: a.example.com keeps its certificate.
+    expect_certificate(&run, A_HOST, A_HOST).await;
+
+    // Rotating the other certificate works, at runtime.
+    let rotated = certificate(B_HOST, "b.example.com, rotated");
+    let before = run.desired_generation().await;
+    run.write_manifest("secrets.yaml", &secrets_yaml(&a, &rotated));
+    let status = run.expect_outcome_after(before, "runtime").await;
+    let summary = status["agent"]["last_outcome"]["summary"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(
+        summary,
+        format!("update certificate {B_CERT}"),
+        "{status:#}"
+    );
+    expect_certificate(&run, B_HOST, "b.example.com, rotated").await;
+    expect_certificate(&run, A_HOST, A_HOST).await;
+    assert_eq!(open_transaction(&run).await, None);
+
+    // A new host on the same Service is a map change, applied at runtime:
+    // the live map then holds every entry of the applied map file.
+    let before = run.desired_generation().await;
+    run.write_manifest("more.yaml", MORE_HOSTS);
+    let status = run.expect_outcome_after(before, "runtime").await;
+    assert_eq!(status["agent"]["reloads"], 0, "{status:#}");
+    let summary = status["agent"]["last_outcome"]["summary"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        summary
+            .split(", ")
+            .all(|op| op.starts_with("replace map maps/")),
+        "only maps change: {status:#}"
+    );
+    // Entry for entry, the live maps are the applied map files: every
+    // route of the four hosts, the Exact one included.
+    run.expect_live_maps_applied().await;
+    let keys: Vec<String> = run
+        .applied_maps()
+        .into_iter()
+        .flat_map(|(_, entries)| entries.into_iter().map(|(key, _)| key))
+        .collect();
+    for route in [
+        "a.example.com/",
+        "b.example.com/",
+        "c.example.com/",
+        "c.example.com/shop",
+        "d.example.com/",
+    ] {
+        assert!(
+            keys.iter().any(|k| k.starts_with(route)),
+            "no map entry for {route}: {keys:?}"
+        );
+    }
+    run.expect_routed_to("c.example.com", "/shop", "site").await;
+    for host in [
+        "a.example.com",
+        "b.example.com",
+        "c.example.com",
+        "d.example.com",
+    ] {
+        run.expect_routed_to(host, "/", "site").await;
+    }
+    assert_eq!(run.worker_pids().await, workers, "no reload");
+}
