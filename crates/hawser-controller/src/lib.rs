@@ -20,7 +20,7 @@
 //!
 //! It must not depend on the agent crate or the binary: the binary composes
 //! the roles (the in-process agent of `hawser run` is a [`cycle::Deliver`]
-//! it provides). `tests/crate_graph.rs` in the binary enforces the graph.
+//! it provides). `tests/suite/crate_graph.rs` in the binary enforces the graph.
 
 pub mod addresses;
 pub mod cluster;

@@ -1,4 +1,4 @@
-//! Unit tests of the pure parts; `tests/process.rs` runs the real HAProxy.
+//! Unit tests of the pure parts; `tests/suite/process.rs` runs the real HAProxy.
 
 use std::{
     ffi::{OsStr, OsString},

@@ -1,5 +1,5 @@
 //! Unit tests of the tokenizer and the policy's allowances; the hostile
-//! corpus is in `tests/policy_corpus.rs`.
+//! corpus is in `tests/suite/policy_corpus.rs`.
 
 use sha2::{Digest, Sha256};
 

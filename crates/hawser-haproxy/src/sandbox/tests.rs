@@ -123,7 +123,7 @@ async fn sandbox_with_tcp_ports_still_starts_its_child() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     // The shell cannot open TCP connections, so what the ports allow is
-    // proven with HAProxy (tests/sandbox.rs); here the rules must build.
+    // proven with HAProxy (tests/suite/sandbox.rs); here the rules must build.
     let spawned = Sandbox::new()
         .bind_tcp([port])
         .connect_tcp([port])
