@@ -179,6 +179,16 @@ struct Running {
     plan: Plan,
 }
 
+/// Where one apply's time went, for its log line: staging the tree (files
+/// written and synced), checking it (policy and `haproxy -c`), and changing
+/// HAProxy (runtime commands, or the reload after its pacing).
+#[derive(Debug, Default)]
+struct Phases {
+    stage: Duration,
+    check: Duration,
+    change: Duration,
+}
+
 struct Core {
     config: AgentConfig,
     tree: TreeStore,
@@ -465,7 +475,8 @@ impl Core {
         let started = Instant::now();
         self.status
             .send_modify(|s| s.desired_generation = Some(desired.generation));
-        let result = self.try_apply(desired, newer).await;
+        let mut phases = Phases::default();
+        let result = self.try_apply(desired, newer, &mut phases).await;
         let (kind, summary, error) = match result {
             Ok(Some((kind, summary))) => (kind, summary, None),
             Ok(None) => return, // superseded by a newer version before anything changed
@@ -490,6 +501,9 @@ impl Core {
                 generation = desired.generation.get(),
                 kind = ?kind,
                 ms = outcome.duration.as_millis() as u64,
+                stage_ms = phases.stage.as_millis() as u64,
+                check_ms = phases.check.as_millis() as u64,
+                change_ms = phases.change.as_millis() as u64,
                 "applied: {}",
                 outcome.summary
             );
@@ -519,8 +533,11 @@ impl Core {
         &mut self,
         desired: &Desired,
         newer: &mut watch::Receiver<Option<Arc<Desired>>>,
+        phases: &mut Phases,
     ) -> Result<Option<(ApplyKind, String)>, ApplyError> {
+        let began = Instant::now();
         let version = self.stage_desired(desired).map_err(ApplyError::Stage)?;
+        phases.stage = began.elapsed();
         let config_text = desired.files.text(CONFIG_PATH).unwrap_or_default();
         self.config
             .haproxy
@@ -531,6 +548,8 @@ impl Core {
                 config_text,
             )
             .await?;
+        phases.check = began.elapsed() - phases.stage;
+        let changing = Instant::now();
 
         let running = VersionView {
             plan: &self.running.plan,
@@ -558,6 +577,7 @@ impl Core {
                         self.status
                             .send_modify(|s| s.runtime_ops += ops.len() as u64);
                         self.publish_good(version, desired)?;
+                        phases.change = changing.elapsed();
                         return Ok(Some((ApplyKind::Runtime, summary)));
                     }
                     Err(e) => {
@@ -571,7 +591,9 @@ impl Core {
         if !self.wait_for_reload_slot(newer).await {
             return Ok(None);
         }
+        let reloading = Instant::now();
         self.reload_to(version, desired).await?;
+        phases.change = reloading.elapsed();
         Ok(Some((ApplyKind::Reload, reasons.join("; "))))
     }
 

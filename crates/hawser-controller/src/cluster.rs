@@ -10,7 +10,7 @@
 //!                                                             Cluster (trimmed views,
 //!  Secret GET when an Ingress starts to refer ◄── fetch ───── secret data only when referred to)
 //!  to a Secret whose data was dropped                                     │ changed
-//!                                                       debounce (DEBOUNCE quiet, DEBOUNCE_LIMIT at most)
+//!                                                 coalesced (at once when lone, bounded in bursts)
 //!                                                                         ▼
 //!                                          RenderCycle::render(Store snapshot) ──► sink (the fleet)
 //! ```
@@ -77,12 +77,9 @@ pub use status::{INGRESS_STATUS_RETRY, publish_status};
 use self::extra::{ExtraChange, ExtraObjects};
 use self::seen::Cluster;
 use self::watch::Message;
-use crate::cycle::{ControllerStatus, DEBOUNCE, Deliver, RenderCycle, SourceRead};
+use crate::coalesce::{Coalescer, sleep_until};
+use crate::cycle::{ControllerStatus, Deliver, RenderCycle, SourceRead};
 use crate::quarantine::Judge;
-
-/// The longest a render waits for a busy cluster to go quiet: endpoint churn
-/// must not postpone every render for ever.
-pub const DEBOUNCE_LIMIT: Duration = Duration::from_secs(1);
 
 /// The annotation `kubectl apply` leaves on objects: a full copy of the
 /// object, never worth keeping.
@@ -170,21 +167,18 @@ pub async fn run_kube(
     let mut watching = Watching::start(&client, &current.options);
     let mut config_open = true;
     let mut cycle = RenderCycle::new(first_generation).judged_by(judge);
-    let mut pending: Option<Pending> = None;
+    let mut coalescer = Coalescer::default();
     tokio::pin!(stop);
     loop {
         // A (re)listed cluster renders as soon as every watch has listed:
         // the list is the burst, and agents are waiting for it.
-        let deadline = pending
-            .as_ref()
-            .filter(|_| watching.ready() && current.renderer.is_some())
-            .map(|p| {
-                if watching.rendered {
-                    p.deadline()
-                } else {
-                    p.first
-                }
-            });
+        let deadline = if !watching.ready() || current.renderer.is_none() {
+            None
+        } else if watching.rendered {
+            coalescer.deadline(false)
+        } else {
+            coalescer.is_pending().then(Instant::now)
+        };
         tokio::select! {
             () = &mut stop => break,
             changed = config.changed(), if config_open => {
@@ -199,7 +193,7 @@ pub async fn run_kube(
                     watching = Watching::start(&client, &next.options);
                 }
                 if next != current {
-                    pending = Some(Pending::after(pending));
+                    coalescer.changed(Instant::now());
                     current = next;
                 }
             }
@@ -210,7 +204,7 @@ pub async fn run_kube(
                     watching.fetch_secret(&client, key);
                 }
                 if effect.changed {
-                    pending = Some(Pending::after(pending));
+                    coalescer.changed(Instant::now());
                 }
                 if effect.watch_status {
                     watching.report(&status);
@@ -218,7 +212,7 @@ pub async fn run_kube(
             }
             Some((index, change)) = watching.extra_messages.recv() => {
                 if watching.extra.apply(index, change) {
-                    pending = Some(Pending::after(pending));
+                    coalescer.changed(Instant::now());
                 }
                 watching.report(&status);
             }
@@ -232,9 +226,9 @@ pub async fn run_kube(
             }
             () = sleep_until(deadline) => {
                 let Some(renderer) = &current.renderer else { continue };
-                pending = None;
-                watching.rendered = true;
                 let started = Instant::now();
+                coalescer.rendering(started);
+                watching.rendered = true;
                 let (mut store, problems) = watching.cluster.snapshot();
                 watching.extra.fill(&mut store);
                 watching.report(&status);
@@ -357,35 +351,6 @@ impl Watching {
 
     fn stop(&mut self) {
         self.tasks.abort_all();
-    }
-}
-
-/// Changes not rendered yet.
-#[derive(Debug, Clone, Copy)]
-struct Pending {
-    first: Instant,
-    last: Instant,
-}
-
-impl Pending {
-    /// A change now, on top of those still `pending`.
-    fn after(pending: Option<Pending>) -> Pending {
-        let now = Instant::now();
-        Pending {
-            first: pending.map_or(now, |p| p.first),
-            last: now,
-        }
-    }
-
-    fn deadline(&self) -> Instant {
-        (self.last + DEBOUNCE).min(self.first + DEBOUNCE_LIMIT)
-    }
-}
-
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(deadline) => tokio::time::sleep_until(deadline).await,
-        None => std::future::pending().await,
     }
 }
 

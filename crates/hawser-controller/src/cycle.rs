@@ -23,10 +23,6 @@ use tracing::{info, warn};
 use crate::cluster::ClusterStatus;
 use crate::quarantine::{Checked, Judge, QuarantineError, Quarantined, render_checked};
 
-/// Quiet time after the last file event before re-reading: an editor's save
-/// (write temp, rename) or a `cp -r` is one change, not many.
-pub const DEBOUNCE: Duration = Duration::from_millis(200);
-
 /// Where each new render goes.
 pub trait Deliver {
     /// The renderer to render with, made from the source's `base`: the
@@ -185,6 +181,7 @@ impl RenderCycle {
         let config = Arc::clone(renderer.config());
         let for_sink = sink.renderer(renderer);
         let renderer = for_sink.as_deref().unwrap_or(renderer);
+        let rendering = Instant::now();
         let checked = self
             .checked_render(renderer, &store)
             .await
@@ -241,6 +238,8 @@ impl RenderCycle {
         if let Some(generation) = generation {
             info!(
                 generation = generation.get(),
+                read_ms = (rendering - started).as_millis() as u64,
+                render_ms = rendering.elapsed().as_millis() as u64,
                 "rendered: {} objects",
                 render.store.len()
             );

@@ -24,6 +24,7 @@
 
 pub mod addresses;
 pub mod cluster;
+pub mod coalesce;
 pub mod config_file;
 pub mod cycle;
 pub mod fleet;

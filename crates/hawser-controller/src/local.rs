@@ -3,23 +3,34 @@
 //! cluster watchers ([`crate::cluster`]) feed the same way.
 //!
 //! ```text
-//!  notify events ──debounce──► load_dir ──► RenderCycle ──► sink.deliver(generation)
-//!                                 │                         (the in-process agent, or the fleet)
-//!                           problems ──► ControllerStatus
+//!  notify events ──coalesce──► ManifestReader ──► RenderCycle ──► sink.deliver(generation)
+//!   (a file being written       (re-parses the       │           (the in-process agent, or the fleet)
+//!    holds the read)             changed files)  problems ──► ControllerStatus
 //! ```
+//!
+//! A lone change is read at once (see [`crate::coalesce`]). A file is held
+//! from its first write until it is closed, so a read never sees half of a
+//! file being written in place (which would drop the objects after the cut
+//! for one generation); a file renamed into place is complete at once.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use hawser_k8s::load_dir;
+use hawser_k8s::ManifestReader;
 use hawser_plan::Generation;
 use hawser_render::Renderer;
+use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
 use notify::{RecursiveMode, Watcher};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tracing::warn;
 
-use crate::cycle::{ControllerStatus, DEBOUNCE, Deliver, RenderCycle, SourceRead};
+use crate::coalesce::{Coalescer, sleep_until};
+use crate::cycle::{ControllerStatus, Deliver, RenderCycle, SourceRead};
 use crate::quarantine::Judge;
+
+#[cfg(test)]
+mod tests;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WatchError {
@@ -45,8 +56,8 @@ pub async fn run_local(
 ) -> Result<(), WatchError> {
     let (events_tx, mut events) = mpsc::unbounded_channel();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if event.is_ok_and(|e| !e.kind.is_access()) {
-            let _ = events_tx.send(());
+        if let Some(event) = event.ok().and_then(FileEvent::of) {
+            let _ = events_tx.send(event);
         }
     })
     .map_err(|source| WatchError::Watch {
@@ -61,24 +72,65 @@ pub async fn run_local(
         })?;
 
     let mut cycle = RenderCycle::new(first_generation).judged_by(judge);
-    read_and_render(&mut cycle, &dir, &renderer, &sink, &status).await;
+    let mut reader = ManifestReader::default();
+    let mut coalescer = Coalescer::default();
+    // Files written to and not closed yet.
+    let mut writing = BTreeSet::new();
+    coalescer.rendering(Instant::now());
+    read_and_render(&mut reader, &mut cycle, &dir, &renderer, &sink, &status).await;
     tokio::pin!(stop);
     loop {
+        let deadline = coalescer.deadline(!writing.is_empty());
         tokio::select! {
             () = &mut stop => return Ok(()),
             event = events.recv() => {
-                if event.is_none() {
-                    return Ok(());
-                }
-                // Debounce: wait until the directory has been quiet for a while.
-                loop {
-                    tokio::select! {
-                        more = events.recv() => if more.is_none() { break },
-                        () = tokio::time::sleep(DEBOUNCE) => break,
-                    }
-                }
-                read_and_render(&mut cycle, &dir, &renderer, &sink, &status).await;
+                let Some(event) = event else { return Ok(()) };
+                event.track(&mut writing);
+                coalescer.changed(Instant::now());
             }
+            () = sleep_until(deadline) => {
+                coalescer.rendering(Instant::now());
+                // Past the limit, a file still open is read as it is.
+                writing.clear();
+                read_and_render(&mut reader, &mut cycle, &dir, &renderer, &sink, &status).await;
+            }
+        }
+    }
+}
+
+/// What a watch event says about the directory. Reads (our own, too) are
+/// not changes.
+#[derive(Debug)]
+enum FileEvent {
+    /// Written to, and maybe not complete yet.
+    Writing(Vec<PathBuf>),
+    /// Closed after writing, or removed: complete (or gone).
+    Done(Vec<PathBuf>),
+    /// Created, renamed, or its metadata changed.
+    Changed,
+}
+
+impl FileEvent {
+    fn of(event: notify::Event) -> Option<FileEvent> {
+        match event.kind {
+            EventKind::Modify(ModifyKind::Data(_)) => Some(FileEvent::Writing(event.paths)),
+            EventKind::Access(AccessKind::Close(AccessMode::Write)) | EventKind::Remove(_) => {
+                Some(FileEvent::Done(event.paths))
+            }
+            EventKind::Access(_) => None,
+            _ => Some(FileEvent::Changed),
+        }
+    }
+
+    fn track(self, writing: &mut BTreeSet<PathBuf>) {
+        match self {
+            FileEvent::Writing(paths) => writing.extend(paths),
+            FileEvent::Done(paths) => {
+                for path in &paths {
+                    writing.remove(path);
+                }
+            }
+            FileEvent::Changed => {}
         }
     }
 }
@@ -86,6 +138,7 @@ pub async fn run_local(
 /// Reads the directory and renders it; a directory that cannot be read
 /// keeps the last generation.
 async fn read_and_render(
+    reader: &mut ManifestReader,
     cycle: &mut RenderCycle,
     dir: &Path,
     renderer: &Renderer,
@@ -93,7 +146,7 @@ async fn read_and_render(
     status: &watch::Sender<ControllerStatus>,
 ) {
     let started = Instant::now();
-    match load_dir(dir) {
+    match reader.read(dir) {
         Ok(manifests) => {
             let problems = manifests.problems.iter().map(ToString::to_string).collect();
             cycle

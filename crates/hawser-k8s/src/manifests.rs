@@ -16,8 +16,16 @@
 //!
 //! Entries whose name starts with `.` are skipped: a ConfigMap mounted as a volume
 //! shows every file three times (`app.yaml`, `..data/app.yaml` and
-//! `..2024_…/app.yaml`), and editors and git leave hidden files behind. Symbolic
-//! links are followed (the ConfigMap's visible files are links) but loops are not.
+//! `..2024_…/app.yaml`), and editors and git leave hidden files behind.
+//! Symbolic links are followed (the ConfigMap's visible files are links) but
+//! loops are not.
+//!
+//! A [`ManifestReader`] reads the same directory again and again (local mode,
+//! on every change) and parses only the files that changed since its last
+//! read: at thousands of objects, parsing is most of a read. A file is taken
+//! as unchanged when its size, inode, modification and change times are, and
+//! it was last modified well before that read (a write within the same clock
+//! tick leaves the times alone, so a file written just then is read again).
 
 mod parse;
 mod split;
@@ -28,7 +36,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use hawser_model::{Object, ObjectRef, Store};
 use walkdir::{DirEntry, WalkDir};
@@ -62,6 +72,9 @@ pub struct ManifestSet {
     pub ignored: usize,
     /// Manifest files read (unreadable ones are problems, not counted).
     pub files: usize,
+    /// Files parsed by this read; a [`ManifestReader`] reuses the others
+    /// as it parsed them before.
+    pub parsed: usize,
 }
 
 /// One thing wrong with one file, document or object.
@@ -127,6 +140,96 @@ impl fmt::Display for Problem {
 /// Errs only when `dir` is not a readable directory; every problem inside it is
 /// collected in [`ManifestSet::problems`].
 pub fn load_dir(dir: &Path) -> Result<ManifestSet, ManifestError> {
+    ManifestReader::default().read(dir)
+}
+
+/// How long after a file's last modification its times are trusted to show
+/// the next one: far longer than any file system's clock tick.
+const RACY: Duration = Duration::from_secs(1);
+
+/// Reads a manifests directory again and again, parsing only what changed.
+#[derive(Debug, Default)]
+pub struct ManifestReader {
+    parsed: BTreeMap<PathBuf, ParsedFile>,
+}
+
+/// One file as last parsed.
+#[derive(Debug)]
+struct ParsedFile {
+    /// `None` when the file could not be stat'ed: read again next time.
+    stamp: Option<Stamp>,
+    /// When the read that parsed it began.
+    read_at: SystemTime,
+    entries: Vec<Entry>,
+}
+
+/// What tells that a file's content changed, without reading it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Stamp {
+    len: u64,
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    modified: Option<SystemTime>,
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        let meta = fs::metadata(path).ok()?;
+        Some(Stamp {
+            len: meta.len(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            modified: meta.modified().ok(),
+        })
+    }
+}
+
+impl ParsedFile {
+    /// Whether this parse is still the content of a file stamped `now`.
+    fn is_current(&self, now: &Stamp) -> bool {
+        let settled = now
+            .modified
+            .and_then(|modified| modified.checked_add(RACY))
+            .is_some_and(|settled| settled < self.read_at);
+        self.stamp.as_ref() == Some(now) && settled
+    }
+}
+
+impl ManifestReader {
+    /// Reads `dir` as [`load_dir`] does, parsing only the files that changed
+    /// since the last read.
+    pub fn read(&mut self, dir: &Path) -> Result<ManifestSet, ManifestError> {
+        let read_at = SystemTime::now();
+        let mut loader = Loader::default();
+        let mut parsed = BTreeMap::new();
+        for path in manifest_files(dir, &mut loader)? {
+            let stamp = Stamp::of(&path);
+            let file = match (self.parsed.remove(&path), &stamp) {
+                (Some(cached), Some(now)) if cached.is_current(now) => cached,
+                _ => {
+                    loader.set.parsed += 1;
+                    ParsedFile {
+                        entries: read_file(&path),
+                        stamp,
+                        read_at,
+                    }
+                }
+            };
+            loader.add_file(&path, &file.entries);
+            parsed.insert(path, file);
+        }
+        self.parsed = parsed;
+        Ok(loader.set)
+    }
+}
+
+/// The manifest files below `dir`, in sorted path order; what cannot be
+/// walked below it is a problem in `loader`.
+fn manifest_files(dir: &Path, loader: &mut Loader) -> Result<Vec<PathBuf>, ManifestError> {
     let read_error = |source| ManifestError::Read {
         path: dir.to_path_buf(),
         source,
@@ -138,7 +241,7 @@ pub fn load_dir(dir: &Path) -> Result<ManifestSet, ManifestError> {
     }
     fs::read_dir(dir).map_err(read_error)?;
 
-    let mut loader = Loader::default();
+    let mut files = Vec::new();
     let walk = WalkDir::new(dir)
         .follow_links(true)
         .sort_by_file_name()
@@ -147,7 +250,7 @@ pub fn load_dir(dir: &Path) -> Result<ManifestSet, ManifestError> {
     for entry in walk {
         match entry {
             Ok(entry) if entry.file_type().is_file() && is_manifest(entry.path()) => {
-                loader.load_file(entry.path());
+                files.push(entry.into_path());
             }
             Ok(_) => {}
             Err(err) if err.depth() == 0 => {
@@ -159,7 +262,7 @@ pub fn load_dir(dir: &Path) -> Result<ManifestSet, ManifestError> {
             Err(err) => loader.walk_problem(dir, &err),
         }
     }
-    Ok(loader.set)
+    Ok(files)
 }
 
 fn is_hidden(entry: &DirEntry) -> bool {
@@ -180,31 +283,50 @@ struct Loader {
     defined_at: BTreeMap<ObjectRef, (PathBuf, u64)>,
 }
 
+/// One file's documents; a file that cannot be read or decoded is one
+/// [`ProblemKind::Unreadable`] problem.
+fn read_file(path: &Path) -> Vec<Entry> {
+    let unreadable = |line, message| {
+        vec![Entry::Problem(Problem {
+            file: path.to_path_buf(),
+            line,
+            object: None,
+            kind: ProblemKind::Unreadable,
+            message,
+        })]
+    };
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(err) => return unreadable(None, format!("failed to read file: {err}")),
+    };
+    match String::from_utf8(bytes) {
+        Ok(text) => parse::parse_file(path, &text),
+        Err(err) => {
+            let valid = &err.as_bytes()[..err.utf8_error().valid_up_to()];
+            let line = valid.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+            let message = format!("file is not UTF-8: {}", err.utf8_error());
+            unreadable(Some(line), message)
+        }
+    }
+}
+
 impl Loader {
-    fn load_file(&mut self, path: &Path) {
-        let bytes = match fs::read(path) {
-            Ok(bytes) => bytes,
-            Err(err) => {
-                self.unreadable(path, None, format!("failed to read file: {err}"));
-                return;
-            }
-        };
-        let text = match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(err) => {
-                let valid = &err.as_bytes()[..err.utf8_error().valid_up_to()];
-                let line = valid.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
-                let message = format!("file is not UTF-8: {}", err.utf8_error());
-                self.unreadable(path, Some(line), message);
-                return;
-            }
-        };
-        self.set.files += 1;
-        for entry in parse::parse_file(path, &text) {
+    fn add_file(&mut self, path: &Path, entries: &[Entry]) {
+        let unreadable = matches!(
+            entries,
+            [Entry::Problem(Problem {
+                kind: ProblemKind::Unreadable,
+                ..
+            })]
+        );
+        if !unreadable {
+            self.set.files += 1;
+        }
+        for entry in entries {
             match entry {
-                Entry::Object { object, line } => self.add(path, line, object),
+                Entry::Object { object, line } => self.add(path, *line, object.clone()),
                 Entry::Ignored => self.set.ignored += 1,
-                Entry::Problem(problem) => self.set.problems.push(problem),
+                Entry::Problem(problem) => self.set.problems.push(problem.clone()),
             }
         }
     }

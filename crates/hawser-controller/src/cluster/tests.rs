@@ -1114,7 +1114,7 @@ async fn without_a_valid_configuration_nothing_renders_until_one_arrives() {
         },
     );
     fake.apply(&ingress("b", "b.example.com", None));
-    tokio::time::sleep(DEBOUNCE_LIMIT + Duration::from_millis(300)).await;
+    tokio::time::sleep(crate::coalesce::LIMIT + Duration::from_millis(300)).await;
     assert!(
         source.deliveries.try_recv().is_err(),
         "rendered without a configuration"

@@ -34,7 +34,7 @@ use super::{Problem, ProblemKind};
 use crate::{ConvertError, FromK8s};
 
 /// What a file holds, in document order.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) enum Entry {
     /// A converted object and the file line its document (or List item) starts on.
     Object {

@@ -2,6 +2,7 @@
 
 use std::fs;
 use std::path::Path;
+use std::time::{Duration, SystemTime};
 
 use hawser_model::{IngressBackend, Kind, ObjectKey, ObjectRef, ServicePortRef};
 use tempfile::TempDir;
@@ -605,4 +606,106 @@ spec: {}
             )),
         ]
     );
+}
+
+/// Sets a file's modification time `ago` in the past, as a file written
+/// long before the read is.
+fn age(dir: &Path, path: &str, ago: Duration) {
+    let file = fs::File::options()
+        .write(true)
+        .open(dir.join(path))
+        .unwrap();
+    file.set_modified(SystemTime::now() - ago).unwrap();
+}
+
+const OLD: Duration = Duration::from_secs(60);
+
+#[test]
+fn a_reader_parses_only_the_files_that_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "service.yaml", SERVICE);
+    write(dir.path(), "ingress.yaml", INGRESS);
+    age(dir.path(), "service.yaml", OLD);
+    age(dir.path(), "ingress.yaml", OLD);
+    let mut reader = ManifestReader::default();
+    let first = reader.read(dir.path()).unwrap();
+    assert_eq!((first.files, first.parsed, first.store.len()), (2, 2, 2));
+
+    let again = reader.read(dir.path()).unwrap();
+    assert_eq!((again.files, again.parsed), (2, 0));
+    assert_eq!(again.store.len(), 2, "the unchanged files' objects");
+    assert!(again.store.service(&key("app", "web")).is_some());
+
+    write(
+        dir.path(),
+        "ingress.yaml",
+        &INGRESS.replace("web.example.com", "new.example.com"),
+    );
+    age(dir.path(), "ingress.yaml", OLD);
+    let changed = reader.read(dir.path()).unwrap();
+    assert_eq!((changed.files, changed.parsed), (2, 1));
+    let ingress = changed.store.ingresses().next().unwrap();
+    assert_eq!(ingress.rules[0].host.as_deref(), Some("new.example.com"));
+    assert!(changed.store.service(&key("app", "web")).is_some());
+
+    fs::remove_file(dir.path().join("service.yaml")).unwrap();
+    let removed = reader.read(dir.path()).unwrap();
+    assert_eq!((removed.files, removed.parsed), (1, 0));
+    assert!(removed.store.service(&key("app", "web")).is_none());
+}
+
+#[test]
+fn a_rewrite_that_keeps_size_and_modification_time_is_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ingress.yaml", INGRESS);
+    age(dir.path(), "ingress.yaml", OLD);
+    let mut reader = ManifestReader::default();
+    reader.read(dir.path()).unwrap();
+
+    // Same length, same modification time: only the change time moves.
+    let modified = fs::metadata(dir.path().join("ingress.yaml"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    write(
+        dir.path(),
+        "ingress.yaml",
+        &INGRESS.replace("web.example.com", "new.example.com"),
+    );
+    fs::File::options()
+        .write(true)
+        .open(dir.path().join("ingress.yaml"))
+        .unwrap()
+        .set_modified(modified)
+        .unwrap();
+    let set = reader.read(dir.path()).unwrap();
+    assert_eq!(set.parsed, 1);
+    let ingress = set.store.ingresses().next().unwrap();
+    assert_eq!(ingress.rules[0].host.as_deref(), Some("new.example.com"));
+}
+
+#[test]
+fn a_file_written_just_before_a_read_is_read_again_next_time() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "ingress.yaml", INGRESS);
+    let mut reader = ManifestReader::default();
+    reader.read(dir.path()).unwrap();
+    // Its times may not show a second write within the same clock tick.
+    assert_eq!(reader.read(dir.path()).unwrap().parsed, 1);
+}
+
+#[test]
+fn a_reader_reports_a_bad_file_on_every_read_until_it_is_fixed() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "bad.yaml", "kind: [unclosed\n");
+    write(dir.path(), "ingress.yaml", INGRESS);
+    age(dir.path(), "bad.yaml", OLD);
+    age(dir.path(), "ingress.yaml", OLD);
+    let mut reader = ManifestReader::default();
+    let first = reader.read(dir.path()).unwrap();
+    let again = reader.read(dir.path()).unwrap();
+    assert_eq!(again.parsed, 0);
+    assert_eq!(problems(&dir, &again), problems(&dir, &first));
+    assert_eq!(again.problems.len(), 1);
+    assert_eq!(again.store.len(), 1);
 }

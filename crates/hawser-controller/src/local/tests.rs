@@ -1,0 +1,127 @@
+//! Local mode against a real directory and real file events.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hawser_model::Store;
+use hawser_render::RenderConfig;
+use tokio::sync::{mpsc, oneshot};
+
+use super::*;
+use crate::cycle::CycleRender;
+
+/// Long enough for any event to arrive on a loaded machine.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// Every store rendered, delivered or not (an Ingress of a class nobody
+/// defines changes no configuration, but is read all the same).
+struct Stores(mpsc::UnboundedSender<Arc<Store>>);
+
+impl Deliver for Stores {
+    fn deliver(&self, _render: &CycleRender) {}
+
+    fn rendered(&self, render: &CycleRender) {
+        let _ = self.0.send(Arc::clone(&render.store));
+    }
+}
+
+fn ingress(name: &str) -> String {
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  namespace: app\n\
+         spec:\n  ingressClassName: hawser\n  defaultBackend:\n    service:\n      name: web\n      port:\n        number: 80\n"
+    )
+}
+
+fn ingress_names(store: &Store) -> Vec<String> {
+    store.ingresses().map(|i| i.key.name.clone()).collect()
+}
+
+struct Local {
+    stores: mpsc::UnboundedReceiver<Arc<Store>>,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Local {
+    fn start(dir: PathBuf) -> Local {
+        let (tx, stores) = mpsc::unbounded_channel();
+        let (status, _) = watch::channel(ControllerStatus::default());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let renderer = Renderer::new(RenderConfig::default()).unwrap();
+        tokio::spawn(run_local(
+            dir,
+            renderer,
+            Stores(tx),
+            Generation::new(1),
+            None,
+            status,
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        Local {
+            stores,
+            stop: Some(stop),
+        }
+    }
+
+    async fn next(&mut self) -> Arc<Store> {
+        tokio::time::timeout(PATIENCE, self.stores.recv())
+            .await
+            .expect("no render in time")
+            .expect("the source stopped")
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_file_written_in_two_parts_is_never_read_half_written() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("first.yaml"), ingress("first")).unwrap();
+    let mut local = Local::start(dir.path().to_path_buf());
+    assert_eq!(ingress_names(&*local.next().await), ["first"]);
+
+    // Two Ingresses in one file, written in place with a pause longer than
+    // any quiet the source waits for (but within LIMIT) between the halves:
+    // the cut falls between documents, so a read of the first half alone
+    // would parse, without `b`.
+    let both = format!("{}---\n{}", ingress("a"), ingress("b"));
+    let (head, tail) = both.split_at(both.find("---").unwrap());
+    let mut file = std::fs::File::create(dir.path().join("two.yaml")).unwrap();
+    file.write_all(head.as_bytes()).unwrap();
+    file.flush().unwrap();
+    tokio::time::sleep(crate::coalesce::DEBOUNCE + Duration::from_millis(300)).await;
+    file.write_all(tail.as_bytes()).unwrap();
+    drop(file);
+
+    loop {
+        let names = ingress_names(&*local.next().await);
+        assert!(
+            !names.contains(&"a".to_string()) || names.contains(&"b".to_string()),
+            "read half written: {names:?}"
+        );
+        if names.contains(&"b".to_string()) {
+            assert_eq!(names, ["a", "b", "first"]);
+            break;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_file_renamed_into_place_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut local = Local::start(dir.path().to_path_buf());
+    assert_eq!(ingress_names(&*local.next().await), Vec::<String>::new());
+
+    let hidden = dir.path().join(".new.yaml");
+    std::fs::write(&hidden, ingress("renamed")).unwrap();
+    std::fs::rename(&hidden, dir.path().join("new.yaml")).unwrap();
+    assert_eq!(ingress_names(&*local.next().await), ["renamed"]);
+}
