@@ -2,8 +2,9 @@
 //! newest desired version, one at a time.
 //!
 //! ```text
-//!  submit(desired) ──watch (latest wins)──► applier task ──► stage, check, decide
-//!                                             │   ▲            runtime ops | paced reload + verify
+//!  submit(desired) ──watch (latest wins)──► applier task ──► stage, decide
+//!                                             │   ▲            runtime ops, then full check (runtime_first)
+//!                                             │   │            | full check, paced reload + verify
 //!                  drift timer ───────────────┤   │            lkg / roll back
 //!                  HAProxy master exits ──────┘   └── status (watch), outcomes (broadcast)
 //! ```
@@ -35,6 +36,7 @@ use crate::tree::{TreeError, TreeStore, VersionName};
 use hawser_plan::Generation;
 
 mod apply_error;
+mod runtime_first;
 mod stage;
 
 use apply_error::ApplyError;
@@ -538,19 +540,6 @@ impl Core {
         let began = Instant::now();
         let version = self.stage_desired(desired).map_err(ApplyError::Stage)?;
         phases.stage = began.elapsed();
-        let config_text = desired.files.text(CONFIG_PATH).unwrap_or_default();
-        self.config
-            .haproxy
-            .check_staged_tree(
-                &self.config.paths.config_policy(),
-                &self.tree.version_path(version),
-                CONFIG_PATH,
-                config_text,
-            )
-            .await?;
-        phases.check = began.elapsed() - phases.stage;
-        let changing = Instant::now();
-
         let running = VersionView {
             plan: &self.running.plan,
             files: &self.running.files,
@@ -561,32 +550,24 @@ impl Core {
         };
         let reasons = match decide(running, target) {
             Decision::NoOp => {
+                self.check_version(version, desired, phases).await?;
                 self.publish_good(version, desired)?;
                 return Ok(Some((
                     ApplyKind::NoOp,
                     "nothing HAProxy serves changed".to_string(),
                 )));
             }
-            Decision::Runtime(ops) => {
-                // Disk first: a reload or restart from now on loads this version.
-                self.tree.publish(version).map_err(ApplyError::Publish)?;
-                let summary = ops.iter().map(describe).collect::<Vec<_>>().join(", ");
-                match runtime_ops::execute(&self.runtime, &ops, &desired.files, &desired.plan).await
-                {
-                    Ok(()) => {
-                        self.status
-                            .send_modify(|s| s.runtime_ops += ops.len() as u64);
-                        self.publish_good(version, desired)?;
-                        phases.change = changing.elapsed();
-                        return Ok(Some((ApplyKind::Runtime, summary)));
-                    }
-                    Err(e) => {
-                        warn!("runtime change failed ({e}); reloading instead");
-                        vec![format!("runtime change failed: {e}")]
-                    }
-                }
+            Decision::Runtime(ops) => match self
+                .apply_at_runtime(version, desired, &ops, phases)
+                .await?
+            {
+                Ok(summary) => return Ok(Some((ApplyKind::Runtime, summary))),
+                Err(reason) => vec![reason],
+            },
+            Decision::Reload(reasons) => {
+                self.check_version(version, desired, phases).await?;
+                reasons
             }
-            Decision::Reload(reasons) => reasons,
         };
         if !self.wait_for_reload_slot(newer).await {
             return Ok(None);

@@ -1,7 +1,9 @@
 //! Carrying out runtime operations through HAProxy's runtime API.
 //!
 //! Certificate contents and map entries come from the desired version, which
-//! is already on disk (published) before any operation runs.
+//! is staged (and its configuration judged by the config policy) before any
+//! operation runs; `current` moves to it once `haproxy -c` passed on it
+//! (see `agent/runtime_first.rs`).
 
 use std::net::IpAddr;
 use std::time::Duration;

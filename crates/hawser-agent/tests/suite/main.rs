@@ -15,3 +15,4 @@ mod hostile_configs;
 mod attach;
 mod policy_corpus;
 mod process;
+mod runtime_first;

@@ -1,0 +1,145 @@
+//! Runtime first, with the full check off the critical path.
+//!
+//! ```text
+//!  staged version ──typed checks──► runtime commands ──► traffic sees the change
+//!   (policy on haproxy.cfg,          │ failed: full check, then reload
+//!    add-server keywords)            ▼
+//!                        full check (`haproxy -c`) of the staged tree
+//!                          ok ──► `current` and `lkg` move to it
+//!                          refused ──► runtime change undone, `current` never moved, rejected
+//! ```
+//!
+//! Why HAProxy still never loads a tree that was not checked
+//! (docs/agent.md, "Runtime first"): runtime commands change live state
+//! only, never what a reload or a restart loads. What they change is checked
+//! by hawser before it is sent: server addresses are IP addresses and ports,
+//! keywords single words that the config policy allows on a server line,
+//! map entries and certificates are what the staged (policy-checked) tree
+//! holds. `current` names the new tree only after `haproxy -c` passed on it,
+//! so a reload or restart in between loads the old, checked tree (and the
+//! agent applies the new version again).
+
+use hawser_haproxy::{StagedTreeError, TreeDir};
+use hawser_plan::CONFIG_PATH;
+use tokio::time::Instant;
+use tracing::warn;
+
+use super::{Core, Desired, Phases, apply_error::ApplyError};
+use crate::diff::{Decision, RuntimeOp, VersionView, decide};
+use crate::runtime_ops::{self, describe};
+use crate::tree::VersionName;
+
+impl Core {
+    /// The full check of a staged version: the config policy, `haproxy -c`
+    /// and the checks it does not make.
+    pub(super) async fn check_version(
+        &self,
+        version: VersionName,
+        desired: &Desired,
+        phases: &mut Phases,
+    ) -> Result<(), ApplyError> {
+        let began = Instant::now();
+        let config_text = desired.files.text(CONFIG_PATH).unwrap_or_default();
+        let result = self
+            .config
+            .haproxy
+            .check_staged_tree(
+                &self.config.paths.config_policy(),
+                &self.tree.version_path(version),
+                CONFIG_PATH,
+                config_text,
+            )
+            .await;
+        phases.check += began.elapsed();
+        result.map(drop).map_err(ApplyError::from)
+    }
+
+    /// Applies `ops` to the running HAProxy, then checks the version fully
+    /// and moves `current` and `lkg` to it. `Ok(Err(reason))`: the runtime
+    /// change failed and the (checked) version must be loaded by a reload.
+    pub(super) async fn apply_at_runtime(
+        &mut self,
+        version: VersionName,
+        desired: &Desired,
+        ops: &[RuntimeOp],
+        phases: &mut Phases,
+    ) -> Result<Result<String, String>, ApplyError> {
+        self.check_runtime_ops(version, ops)?;
+        let changing = Instant::now();
+        let executed =
+            runtime_ops::execute(&self.runtime, ops, &desired.files, &desired.plan).await;
+        phases.change = changing.elapsed();
+        if let Err(e) = executed {
+            warn!("runtime change failed ({e}); reloading instead");
+            self.check_version(version, desired, phases).await?;
+            return Ok(Err(format!("runtime change failed: {e}")));
+        }
+        self.status
+            .send_modify(|s| s.runtime_ops += ops.len() as u64);
+        if let Err(refused) = self.check_version(version, desired, phases).await {
+            warn!("the full check refuses the tree of a runtime change ({refused}); undoing it");
+            self.undo(desired).await;
+            return Err(refused);
+        }
+        self.publish_good(version, desired)?;
+        Ok(Ok(ops.iter().map(describe).collect::<Vec<_>>().join(", ")))
+    }
+
+    /// hawser's own checks of what runtime commands will change, made
+    /// before any is sent: the staged configuration passes the config
+    /// policy, and every server added carries only keywords it allows.
+    fn check_runtime_ops(&self, version: VersionName, ops: &[RuntimeOp]) -> Result<(), ApplyError> {
+        let policy = self.config.paths.config_policy();
+        let tree = self.tree.version_path(version);
+        let refused = |e| ApplyError::Check(StagedTreeError::Refused(e));
+        policy
+            .check_tree(&tree, CONFIG_PATH.as_ref())
+            .map_err(refused)?;
+        for op in ops {
+            if let RuntimeOp::AddServer { backend, server } = op {
+                let line = format!(
+                    "backend {backend}\n    server {} {}:{} {}\n",
+                    server.name,
+                    server.address,
+                    server.port,
+                    server.keywords.join(" ")
+                );
+                policy
+                    .check_config(line.as_bytes(), &TreeDir(&tree))
+                    .map_err(refused)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes HAProxy back to the running version after a runtime change to
+    /// `desired`: by runtime commands, or by reloading `current`, which
+    /// still names the running version.
+    async fn undo(&mut self, desired: &Desired) {
+        let applied = VersionView {
+            plan: &desired.plan,
+            files: &desired.files,
+        };
+        let running = VersionView {
+            plan: &self.running.plan,
+            files: &self.running.files,
+        };
+        if let Decision::Runtime(ops) = decide(applied, running) {
+            let undone =
+                runtime_ops::execute(&self.runtime, &ops, &self.running.files, &self.running.plan)
+                    .await;
+            match undone {
+                Ok(()) => return,
+                Err(e) => warn!("undoing the runtime change failed ({e}); reloading"),
+            }
+        }
+        if let Err(e) = self
+            .reloader
+            .reload(&self.config.paths.server_state_file())
+            .await
+        {
+            warn!("reload of the running version failed: {e}");
+        }
+        self.repair_drift().await;
+    }
+}
