@@ -3,7 +3,7 @@
 //! when the test that started them fails.
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
@@ -53,7 +53,17 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_hawser"));
+    hawser_command_of(Path::new(env!("CARGO_BIN_EXE_hawser")), args)
+}
+
+/// [`hawser_command`] for another hawser binary (the scale benchmark
+/// compares two builds in one run).
+pub fn hawser_command_of<I, S>(binary: &Path, args: I) -> Command
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut command = Command::new(binary);
     command.args(args);
     for name in HAWSER_FLAG_ENV {
         command.env_remove(name);

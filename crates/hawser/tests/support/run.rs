@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::TIMEOUT;
 use super::haproxy::{listen_address, two_free_ports};
 use super::http::{self, Response};
-use super::process::{ChildGuard, hawser_command};
+use super::process::{ChildGuard, hawser_command, hawser_command_of};
 
 /// `hawser run` over a manifests directory; on drop, hawser and the HAProxy
 /// it started are killed.
@@ -31,6 +31,7 @@ pub struct Run {
     state_dir: Option<PathBuf>,
     process: Option<ChildGuard>,
     extra_args: Vec<String>,
+    binary: Option<PathBuf>,
 }
 
 /// Options for [`Run::start_with`].
@@ -44,6 +45,8 @@ pub struct RunOptions {
     /// The `--state-dir` to use instead of one in the run's temporary
     /// directory (which still holds the config file).
     pub state_dir: Option<PathBuf>,
+    /// Another hawser binary than this build's.
+    pub binary: Option<PathBuf>,
 }
 
 impl Run {
@@ -80,6 +83,7 @@ impl Run {
             state_dir: options.state_dir,
             process: None,
             extra_args: options.args,
+            binary: options.binary,
         };
         run.write_config(&options.config_tail);
         run.spawn();
@@ -108,7 +112,10 @@ impl Run {
 
     /// Starts `hawser run` (again) on the same state directory.
     pub fn spawn(&mut self) {
-        let mut command: Command = hawser_command(["run"]);
+        let mut command: Command = match &self.binary {
+            Some(binary) => hawser_command_of(binary, ["run"]),
+            None => hawser_command(["run"]),
+        };
         command
             .arg("--manifests")
             .arg(&self.manifests)
@@ -124,6 +131,11 @@ impl Run {
             .args(&self.extra_args)
             .env("HAWSER_LOG", "info");
         self.process = Some(ChildGuard::spawn("hawser run", &mut command));
+    }
+
+    /// The pid of `hawser run`, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().map(ChildGuard::pid)
     }
 
     /// `kill -9` of hawser alone: HAProxy, in its own process group, lives on.

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::TIMEOUT;
 use super::haproxy::{listen_address, two_free_ports};
 use super::http::{self, Response};
-use super::process::{ChildGuard, Finished, hawser_command, run_to_end};
+use super::process::{ChildGuard, Finished, hawser_command, hawser_command_of, run_to_end};
 
 /// A Secret-shaped certificate store made by `hawser certs bootstrap`.
 #[derive(Debug)]
@@ -98,12 +98,14 @@ pub struct AgentProc {
     spawn_haproxy: bool,
     process: Option<ChildGuard>,
     haproxy: Option<ChildGuard>,
+    /// Another hawser binary than this build's.
+    binary: Option<PathBuf>,
 }
 
 impl AgentProc {
     /// An agent that attaches to an HAProxy started beside it, as in a pod.
     pub fn attach(tls_dir: &Path) -> AgentProc {
-        AgentProc::launch(tls_dir, &[], false)
+        AgentProc::launch(tls_dir, &[], false, None)
     }
 
     pub fn start(tls_dir: &Path) -> AgentProc {
@@ -111,10 +113,20 @@ impl AgentProc {
     }
 
     pub fn start_with(tls_dir: &Path, args: &[&str]) -> AgentProc {
-        AgentProc::launch(tls_dir, args, true)
+        AgentProc::launch(tls_dir, args, true, None)
     }
 
-    fn launch(tls_dir: &Path, args: &[&str], spawn_haproxy: bool) -> AgentProc {
+    /// [`AgentProc::start`] of another hawser binary (`None`: this build's).
+    pub fn start_with_binary(tls_dir: &Path, binary: Option<&Path>) -> AgentProc {
+        AgentProc::launch(tls_dir, &[], true, binary)
+    }
+
+    fn launch(
+        tls_dir: &Path,
+        args: &[&str],
+        spawn_haproxy: bool,
+        binary: Option<&Path>,
+    ) -> AgentProc {
         let ip = listen_address();
         let (listen, http) = two_free_ports(ip);
         let (https, health) = two_free_ports(ip);
@@ -133,6 +145,7 @@ impl AgentProc {
             spawn_haproxy,
             process: None,
             haproxy: None,
+            binary: binary.map(Path::to_path_buf),
         };
         agent.spawn();
         agent
@@ -140,7 +153,10 @@ impl AgentProc {
 
     /// Starts (again) on the same state directory: HAProxy is adopted.
     pub fn spawn(&mut self) {
-        let mut command: Command = hawser_command(["agent"]);
+        let mut command: Command = match &self.binary {
+            Some(binary) => hawser_command_of(binary, ["agent"]),
+            None => hawser_command(["agent"]),
+        };
         if !self
             .extra_args
             .iter()
@@ -307,14 +323,26 @@ impl ControllerProc {
         for agent in agents {
             source.extend(["--agent".into(), agent.listen.to_string()]);
         }
-        ControllerProc::launch(manifests, tls_dir, &source, args, &[])
+        ControllerProc::launch(manifests, tls_dir, &source, args, &[], None)
     }
 
     /// `hawser controller --kubernetes` against the API server a kubeconfig
     /// names (the fake one, served over HTTP).
     pub fn cluster(kubeconfig: &Path, tls_dir: &Path, args: &[&str]) -> Self {
+        ControllerProc::cluster_with_binary(kubeconfig, tls_dir, args, None)
+    }
+
+    /// [`ControllerProc::cluster`] of another hawser binary (`None`: this
+    /// build's).
+    pub fn cluster_with_binary(
+        kubeconfig: &Path,
+        tls_dir: &Path,
+        args: &[&str],
+        binary: Option<&Path>,
+    ) -> Self {
         let env = [("KUBECONFIG", kubeconfig.as_os_str())];
-        ControllerProc::launch(Path::new(""), tls_dir, &["--kubernetes".into()], args, &env)
+        let source = ["--kubernetes".to_string()];
+        ControllerProc::launch(Path::new(""), tls_dir, &source, args, &env, binary)
     }
 
     fn launch(
@@ -323,6 +351,7 @@ impl ControllerProc {
         source: &[String],
         args: &[&str],
         env: &[(&str, &std::ffi::OsStr)],
+        binary: Option<&Path>,
     ) -> Self {
         let ip = listen_address();
         let admin = SocketAddr::from((ip, two_free_ports(ip).0));
@@ -330,7 +359,10 @@ impl ControllerProc {
             .prefix("hawser-e2e-controller-")
             .tempdir()
             .expect("controller state");
-        let mut command = hawser_command(["controller"]);
+        let mut command = match binary {
+            Some(binary) => hawser_command_of(binary, ["controller"]),
+            None => hawser_command(["controller"]),
+        };
         command
             .args(source)
             .arg("--tls-dir")
@@ -354,6 +386,10 @@ impl ControllerProc {
 
     pub fn output(&self) -> String {
         self.process.output()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
     }
 
     pub async fn status(&self) -> Value {

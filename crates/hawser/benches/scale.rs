@@ -1,0 +1,763 @@
+//! The scale benchmark: how long a change takes to reach traffic in `hawser
+//! run` at thousands of Ingresses under load, against what the same HAProxy
+//! needs alone for the same class of operation, measured in the same run.
+//!
+//! ```text
+//!  manifests: N Ingresses over S Services (2 echo pods each)
+//!      │                                         C clients of load (every answer checked)
+//!      ▼                                                 │
+//!  hawser run ──► HAProxy ◄──────────────────────────────┘
+//!      ▲
+//!  change written (renamed into place) ── poll a fresh connection ──► first correct answer
+//!
+//!  HAProxy alone (the limit), under the same load: `add map` / `add server`
+//!  on its runtime API, a reload through its master CLI, each until the first
+//!  correct answer. Its configuration is small (one map, one backend): the
+//!  limit is HAProxy's cost of the operation, not of hawser's configuration.
+//! ```
+//!
+//! ```sh
+//! cargo bench -p hawser --bench scale [-- --ingresses 3000 --services 50 --clients 8 --changes 20]
+//!                                         [--cluster] [--baseline PATH-TO-ANOTHER-HAWSER]
+//! ```
+//!
+//! Local mode (the default) writes each change as a file renamed into the
+//! manifests directory of `hawser run`. `--cluster` runs `hawser controller
+//! --kubernetes` against the fake API server instead, pushing to one `hawser
+//! agent` over mutual TLS, and each change is an object applied to the fake
+//! (watch event → first correct answer). With `--baseline`, the same scenario
+//! runs first against that binary (an older build, say), then against this
+//! one: before and after in one run.
+//!
+//! Prints, per class of change, the median and p95 in milliseconds, the
+//! ratio of each to the limit measured in the same run, how many changes took
+//! a reload, then the requests of the load and how many failed, and hawser's
+//! peak resident memory. Absolute times on a shared machine are noisy; the
+//! ratios are what to compare (docs/benchmarks.md).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark fails by panicking"
+)]
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use hawser_fake_api::FakeApi;
+use serde_json::Value;
+use support::{
+    AgentProc, Backends, ControllerProc, Load, LoadTarget, Pki, Pod, Run, RunOptions, pod,
+};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const NAMESPACE: &str = "scale";
+
+/// The longest one change may take before the benchmark gives up on it.
+const GIVE_UP: Duration = Duration::from_secs(30);
+
+/// Pause between two changes, so each is a lone change, not a burst.
+const BETWEEN: Duration = Duration::from_millis(1200);
+
+#[derive(Debug, Clone)]
+struct Options {
+    ingresses: usize,
+    services: usize,
+    clients: usize,
+    changes: usize,
+    cluster: bool,
+    baseline: Option<PathBuf>,
+}
+
+impl Options {
+    fn from_args() -> Options {
+        let mut options = Options {
+            ingresses: 3000,
+            services: 50,
+            clients: 8,
+            changes: 20,
+            cluster: false,
+            baseline: None,
+        };
+        let args: Vec<String> = std::env::args().collect();
+        options.cluster = args.iter().any(|a| a == "--cluster");
+        for pair in args.windows(2) {
+            let value = || pair[1].parse().expect("a number");
+            match pair[0].as_str() {
+                "--ingresses" => options.ingresses = value(),
+                "--services" => options.services = value(),
+                "--clients" => options.clients = value(),
+                "--changes" => options.changes = value(),
+                "--baseline" => options.baseline = Some(PathBuf::from(&pair[1])),
+                _ => {}
+            }
+        }
+        options
+    }
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` does not run
+    // benchmarks with harness = false unless asked, so both are fine.
+    let options = Options::from_args();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(async {
+            if let Some(baseline) = &options.baseline {
+                let table = measure(&options, Some(baseline.clone())).await;
+                println!("\nbaseline ({}):{table}", baseline.display());
+            }
+            let table = measure(&options, None).await;
+            println!("\nthis build:{table}");
+        });
+}
+
+fn service(index: usize) -> String {
+    format!("svc{index}")
+}
+
+/// The whole scenario against `binary` (this build's when `None`); the
+/// report, as a table.
+async fn measure(options: &Options, binary: Option<PathBuf>) -> String {
+    let services: Vec<String> = (0..options.services).map(service).collect();
+    // Two pods per Service, a spare pod for the endpoint swaps, and the pods
+    // of the Services that appear during the run.
+    let mut pods: Vec<Pod> = Vec::new();
+    for name in &services {
+        for suffix in ["a", "b"] {
+            pods.push(pod(NAMESPACE, name, &format!("{name}-{suffix}")));
+        }
+    }
+    // Each swap moves one Service to its spare pod.
+    let swapped: Vec<usize> = (0..options.changes.min(options.services)).collect();
+    for &index in &swapped {
+        let name = service(index);
+        pods.push(pod(NAMESPACE, &name, &format!("{name}-spare")));
+    }
+    for index in 0..options.changes {
+        let name = format!("new{index}");
+        pods.push(pod(NAMESPACE, &name, &format!("{name}-a")));
+    }
+    eprintln!("starting {} echo pods", pods.len());
+    let backends = Backends::start(&pods);
+
+    let manifests = tempfile::tempdir().expect("manifests dir");
+    let objects = initial_objects(options, &services, &backends);
+    let started = Instant::now();
+    let run = if options.cluster {
+        Deployment::cluster(&objects, binary).await
+    } else {
+        Deployment::local(manifests.path(), &objects, binary).await
+    };
+    let first_answer = wait_for(&run, "h0.example.com", "svc0").await;
+    eprintln!(
+        "{} serves {} Ingresses: answering after {:.2?} ({first_answer:.2?} for the first request)",
+        run.name(),
+        options.ingresses,
+        started.elapsed()
+    );
+
+    let targets: Vec<LoadTarget> = (0..options.ingresses.min(200))
+        .map(|i| {
+            let name = service(i % options.services);
+            LoadTarget::new(
+                &format!("h{i}.example.com"),
+                &[
+                    &format!("{name}-a"),
+                    &format!("{name}-b"),
+                    &format!("{name}-spare"),
+                ],
+            )
+        })
+        .collect();
+    let load = Load::start(run.http(), options.clients, targets);
+
+    let mut rows = Vec::new();
+    // HAProxy alone gets the same load, so both are measured under it.
+    let limits = HaproxyAlone::start(&backends).await;
+    let alone_load = Load::start(
+        limits.http,
+        options.clients,
+        vec![LoadTarget::new(
+            "h0.example.com",
+            &["svc0-a", "svc0-b", "svc0-spare"],
+        )],
+    );
+
+    // A new Ingress to an existing Service.
+    let reloads_before = reloads(&run).await;
+    let mut times = Vec::new();
+    for index in 0..options.changes {
+        let host = format!("added{index}.example.com");
+        let name = service(index % options.services);
+        let manifest = ingress(&format!("added{index}"), &host, &name);
+        let began = Instant::now();
+        run.apply(&format!("added{index}.yaml"), &manifest);
+        times.push(until(&run, &host, &name, began).await);
+        tokio::time::sleep(BETWEEN).await;
+    }
+    let limit = limits.add_map(options.changes).await;
+    rows.push(Row::new(
+        "a new Ingress to an existing Service",
+        times,
+        reloads_since(&run, reloads_before).await,
+        limit,
+        "`add map` + first answer",
+    ));
+
+    // An endpoint swapped: a Service's pods replaced by its spare.
+    let reloads_before = reloads(&run).await;
+    let mut times = Vec::new();
+    for &index in &swapped {
+        let name = service(index);
+        let spare = format!("{name}-spare");
+        let began = Instant::now();
+        run.apply(
+            &format!("slice-{name}.yaml"),
+            &slice(&name, &[&spare], &backends),
+        );
+        times.push(until_pod(&run, &format!("h{index}.example.com"), &spare, began).await);
+        tokio::time::sleep(BETWEEN).await;
+    }
+    let limit = limits.add_server(options.changes).await;
+    rows.push(Row::new(
+        "an endpoint swapped",
+        times,
+        reloads_since(&run, reloads_before).await,
+        limit,
+        "`add server` + first answer",
+    ));
+
+    // A new Service with its Ingress.
+    let reloads_before = reloads(&run).await;
+    let mut times = Vec::new();
+    for index in 0..options.changes {
+        let name = format!("new{index}");
+        let host = format!("{name}.example.com");
+        let manifest = format!(
+            "{}---\n{}---\n{}",
+            service_manifest(&name),
+            slice(&name, &[&format!("{name}-a")], &backends),
+            ingress(&name, &host, &name)
+        );
+        let began = Instant::now();
+        run.apply(&format!("{name}.yaml"), &manifest);
+        times.push(until(&run, &host, &name, began).await);
+        tokio::time::sleep(BETWEEN).await;
+    }
+    let limit = limits.reload(options.changes).await;
+    rows.push(Row::new(
+        "a new Service and its Ingress",
+        times,
+        reloads_since(&run, reloads_before).await,
+        limit,
+        "reload + first answer",
+    ));
+
+    let report = load.stop().await;
+    let alone_report = alone_load.stop().await;
+    let rss = peak_rss_mib(run.pid());
+    let mut out = String::new();
+    writeln!(
+        out,
+        "\n{}: {} Ingresses over {} Services, {} clients of load\n",
+        run.name(),
+        options.ingresses,
+        options.services,
+        options.clients
+    )
+    .unwrap();
+    writeln!(
+        out,
+        "| change | hawser median / p95 | reloads | HAProxy alone: median | ratio median / p95 |"
+    )
+    .unwrap();
+    writeln!(out, "|---|---|---|---|---|").unwrap();
+    for row in &rows {
+        writeln!(out, "{row}").unwrap();
+    }
+    writeln!(out, "\nload on hawser: {report}").unwrap();
+    for failure in &report.first_failures {
+        writeln!(out, "  {failure}").unwrap();
+    }
+    writeln!(out, "load on HAProxy alone: {alone_report}").unwrap();
+    if let Some(rss) = rss {
+        writeln!(out, "{} peak RSS: {rss:.1} MiB", run.name()).unwrap();
+    }
+    out
+}
+
+/// One class of change, measured.
+struct Row {
+    what: &'static str,
+    median: f64,
+    p95: f64,
+    count: usize,
+    reloads: u64,
+    limit: f64,
+    limit_what: &'static str,
+}
+
+impl Row {
+    fn new(
+        what: &'static str,
+        mut times: Vec<Duration>,
+        reloads: u64,
+        mut limit: Vec<Duration>,
+        limit_what: &'static str,
+    ) -> Row {
+        times.sort();
+        limit.sort();
+        Row {
+            what,
+            median: millis(percentile(&times, 50)),
+            p95: millis(percentile(&times, 95)),
+            count: times.len(),
+            reloads,
+            limit: millis(percentile(&limit, 50)),
+            limit_what,
+        }
+    }
+}
+
+impl std::fmt::Display for Row {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "| {} | {:.0} / {:.0} ms | {} of {} | {}: {:.1} ms | {:.1}× / {:.1}× |",
+            self.what,
+            self.median,
+            self.p95,
+            self.reloads,
+            self.count,
+            self.limit_what,
+            self.limit,
+            self.median / self.limit,
+            self.p95 / self.limit
+        )
+    }
+}
+
+fn percentile(sorted: &[Duration], percent: usize) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let index = (sorted.len() * percent).div_ceil(100).max(1) - 1;
+    sorted[index.min(sorted.len() - 1)]
+}
+
+fn millis(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// The objects served from the start, as manifest files (name, YAML).
+fn initial_objects(
+    options: &Options,
+    services: &[String],
+    backends: &Backends,
+) -> Vec<(String, String)> {
+    let mut files = vec![(
+        "class.yaml".to_string(),
+        "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata:\n  name: hawser\n\
+         spec:\n  controller: hawser.dev/ingress-controller\n"
+            .to_string(),
+    )];
+    let mut text = String::new();
+    for name in services {
+        text.push_str(&service_manifest(name));
+        text.push_str("---\n");
+        let pods = [format!("{name}-a"), format!("{name}-b")];
+        let pods: Vec<&str> = pods.iter().map(String::as_str).collect();
+        files.push((format!("slice-{name}.yaml"), slice(name, &pods, backends)));
+    }
+    files.push(("services.yaml".to_string(), text));
+    let mut text = String::new();
+    for index in 0..options.ingresses {
+        let name = service(index % options.services);
+        text.push_str(&ingress(
+            &format!("ing{index}"),
+            &format!("h{index}.example.com"),
+            &name,
+        ));
+        text.push_str("---\n");
+    }
+    files.push(("ingresses.yaml".to_string(), text));
+    files
+}
+
+fn service_manifest(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  namespace: {NAMESPACE}\n\
+         spec:\n  ports:\n    - name: http\n      port: 80\n"
+    )
+}
+
+/// The EndpointSlice of Service `name` with `pods` (all on the Service's port).
+fn slice(name: &str, pods: &[&str], backends: &Backends) -> String {
+    let port = backends.pod(pods[0]).addr.port();
+    let mut text = format!(
+        "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {name}-1\n  namespace: {NAMESPACE}\n\
+         \x20 labels:\n    kubernetes.io/service-name: {name}\naddressType: IPv4\n\
+         ports:\n  - name: http\n    port: {port}\nendpoints:\n"
+    );
+    for pod in pods {
+        let addr = backends.pod(pod).addr;
+        writeln!(
+            text,
+            "  - addresses: [\"{}\"]\n    conditions: {{ready: true}}\n    targetRef: {{kind: Pod, name: {pod}}}",
+            addr.ip()
+        )
+        .unwrap();
+    }
+    text
+}
+
+fn ingress(name: &str, host: &str, service: &str) -> String {
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  namespace: {NAMESPACE}\n\
+         spec:\n  ingressClassName: hawser\n  rules:\n    - host: {host}\n      http:\n        paths:\n\
+         \x20         - path: /\n            pathType: Prefix\n            backend:\n              service:\n\
+         \x20               name: {service}\n                port:\n                  number: 80\n"
+    )
+}
+
+/// How long until `host` is answered by Service `service`.
+async fn wait_for(run: &Deployment, host: &str, service: &str) -> Duration {
+    until(run, host, service, Instant::now()).await
+}
+
+/// Polls with a fresh connection each time until Service `service` answers
+/// `host`; the time since `began`.
+async fn until(run: &Deployment, host: &str, service: &str, began: Instant) -> Duration {
+    poll(run.http(), host, began, |reply| reply.service == service).await
+}
+
+async fn until_pod(run: &Deployment, host: &str, pod: &str, began: Instant) -> Duration {
+    poll(run.http(), host, began, |reply| reply.pod == pod).await
+}
+
+async fn poll(
+    addr: SocketAddr,
+    host: &str,
+    began: Instant,
+    done: impl Fn(&hawser_echo::EchoReply) -> bool,
+) -> Duration {
+    loop {
+        if let Ok(response) = support::http1_get(addr, host, "/").await
+            && response.status == 200
+            && serde_json::from_slice::<hawser_echo::EchoReply>(&response.body)
+                .is_ok_and(|reply| done(&reply))
+        {
+            return began.elapsed();
+        }
+        assert!(began.elapsed() < GIVE_UP, "{host} never answered");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// The reloads HAProxy's master counts (`show proc`).
+async fn reloads(run: &Deployment) -> u64 {
+    let answer = cli(&run.master_socket(), "show proc").await;
+    answer
+        .lines()
+        .find(|line| line.split_whitespace().nth(1) == Some("master"))
+        .and_then(|line| line.split_whitespace().nth(2))
+        .and_then(|reloads| reloads.parse().ok())
+        .expect("the master's line of `show proc`")
+}
+
+async fn reloads_since(run: &Deployment, before: u64) -> u64 {
+    reloads(run).await - before
+}
+
+/// One command on an HAProxy CLI socket; its whole answer.
+async fn cli(socket: &Path, command: &str) -> String {
+    let mut stream = tokio::net::UnixStream::connect(socket)
+        .await
+        .unwrap_or_else(|e| panic!("connect to {}: {e}", socket.display()));
+    stream
+        .write_all(format!("{command}\n").as_bytes())
+        .await
+        .unwrap();
+    // An answer ends with an empty line; some masters keep the connection
+    // open after it.
+    let mut answer = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while !answer.ends_with(b"\n\n") {
+        let read = tokio::time::timeout(GIVE_UP, stream.read(&mut chunk))
+            .await
+            .expect("an answer in time")
+            .unwrap();
+        if read == 0 {
+            break;
+        }
+        answer.extend_from_slice(&chunk[..read]);
+    }
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// What serves the scenario: `hawser run`, or a controller reading the
+/// fake API server and the agent it pushes to.
+enum Deployment {
+    Local(Run),
+    Cluster {
+        fake: FakeApi,
+        agent: AgentProc,
+        controller: ControllerProc,
+        _kubeconfig: tempfile::NamedTempFile,
+        _pki: Pki,
+    },
+}
+
+impl Deployment {
+    async fn local(
+        dir: &Path,
+        objects: &[(String, String)],
+        binary: Option<PathBuf>,
+    ) -> Deployment {
+        for (file, text) in objects {
+            std::fs::write(dir.join(file), text).unwrap();
+        }
+        let options = RunOptions {
+            binary,
+            ..RunOptions::default()
+        };
+        Deployment::Local(Run::start_with(dir, options).await)
+    }
+
+    async fn cluster(objects: &[(String, String)], binary: Option<PathBuf>) -> Deployment {
+        let pki = Pki::bootstrap();
+        let agent = AgentProc::start_with_binary(&pki.agent_dir(), binary.as_deref());
+        let (fake, addr) = FakeApi::start_http().await;
+        let infrastructure = format!(
+            "apiVersion: hawser.dev/v1alpha1\nkind: HawserConfig\nmetadata: {{name: hawser, namespace: hawser}}\n\
+             spec:\n  agents:\n    selector: app.kubernetes.io/component=haproxy\n    port: {port}\n---\n\
+             apiVersion: v1\nkind: Pod\nmetadata:\n  name: haproxy-0\n  namespace: hawser\n\
+             \x20 labels: {{app.kubernetes.io/component: haproxy}}\n\
+             spec:\n  containers: [{{name: haproxy, image: haproxy}}]\n\
+             status:\n  podIP: {ip}\n  conditions: [{{type: Ready, status: \"True\"}}]\n",
+            port = agent.listen.port(),
+            ip = agent.listen.ip()
+        );
+        apply_to(&fake, &infrastructure);
+        for (_, text) in objects {
+            apply_to(&fake, text);
+        }
+        let kubeconfig = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(kubeconfig.path(), FakeApi::kubeconfig(addr, "hawser")).unwrap();
+        let controller = ControllerProc::cluster_with_binary(
+            kubeconfig.path(),
+            &pki.controller_dir(),
+            &["--namespace", "hawser", "--identity", "hawser-controller-0"],
+            binary.as_deref(),
+        );
+        Deployment::Cluster {
+            fake,
+            agent,
+            controller,
+            _kubeconfig: kubeconfig,
+            _pki: pki,
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Deployment::Local(_) => "hawser run (local mode)",
+            Deployment::Cluster { .. } => "hawser controller --kubernetes + hawser agent",
+        }
+    }
+
+    fn http(&self) -> SocketAddr {
+        match self {
+            Deployment::Local(run) => run.http,
+            Deployment::Cluster { agent, .. } => agent.http,
+        }
+    }
+
+    /// A change: a file renamed into place, or its objects applied.
+    fn apply(&self, file: &str, text: &str) {
+        match self {
+            Deployment::Local(run) => run.write_manifest(file, text),
+            Deployment::Cluster { fake, .. } => apply_to(fake, text),
+        }
+    }
+
+    fn master_socket(&self) -> PathBuf {
+        match self {
+            Deployment::Local(run) => run.state_dir().join("run/master.sock"),
+            Deployment::Cluster { agent, .. } => agent.state_dir().join("run/master.sock"),
+        }
+    }
+
+    /// The controller's process: `hawser run`, or `hawser controller`.
+    fn pid(&self) -> Option<u32> {
+        match self {
+            Deployment::Local(run) => run.pid(),
+            Deployment::Cluster { controller, .. } => Some(controller.pid()),
+        }
+    }
+}
+
+/// Applies every document of `text` to the fake API server.
+fn apply_to(fake: &FakeApi, text: &str) {
+    use k8s_openapi::api::core::v1 as core;
+    use k8s_openapi::api::discovery::v1 as discovery;
+    use k8s_openapi::api::networking::v1 as networking;
+    use kube::api::ApiResource;
+    // One document at a time: a parser's document budget is not the point.
+    for document in text.split("---\n") {
+        let object: Value = serde_saphyr::from_str(document).expect("YAML");
+        if object.is_null() {
+            continue;
+        }
+        let resource = match object["kind"].as_str().expect("a kind") {
+            "IngressClass" => ApiResource::erase::<networking::IngressClass>(&()),
+            "Ingress" => ApiResource::erase::<networking::Ingress>(&()),
+            "Service" => ApiResource::erase::<core::Service>(&()),
+            "Pod" => ApiResource::erase::<core::Pod>(&()),
+            "EndpointSlice" => ApiResource::erase::<discovery::EndpointSlice>(&()),
+            "HawserConfig" => ApiResource::erase::<hawser_crd::HawserConfig>(&()),
+            other => panic!("the scenario has no {other}"),
+        };
+        fake.apply_dynamic(&resource, object);
+    }
+}
+
+/// The peak resident memory of process `pid`, in MiB.
+fn peak_rss_mib(pid: Option<u32>) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", pid?)).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// The same HAProxy binary alone, serving one map-routed backend: what
+/// the operations hawser uses take without hawser.
+struct HaproxyAlone {
+    dir: tempfile::TempDir,
+    http: SocketAddr,
+    pods: Vec<(String, SocketAddr)>,
+    _process: support::ChildGuard,
+}
+
+impl HaproxyAlone {
+    async fn start(backends: &Backends) -> HaproxyAlone {
+        let dir = tempfile::tempdir().expect("haproxy dir");
+        let http = Run::spare_address();
+        let pods: Vec<(String, SocketAddr)> = backends
+            .echos()
+            .iter()
+            .filter(|e| e.pod.service == "svc0")
+            .map(|e| (e.pod.name.clone(), e.addr))
+            .collect();
+        std::fs::create_dir_all(dir.path().join("maps")).unwrap();
+        std::fs::write(dir.path().join("maps/routes.map"), "h0.example.com be0\n").unwrap();
+        write_alone_config(dir.path(), http, pods[0].1);
+        let mut command = std::process::Command::new(support::haproxy_binary());
+        command
+            .current_dir(dir.path())
+            .args(["-W", "-db", "-S"])
+            .arg(format!(
+                "{},mode,600",
+                dir.path().join("master.sock").display()
+            ))
+            .arg("-f")
+            .arg("haproxy.cfg");
+        let process = support::ChildGuard::spawn("haproxy alone", &mut command);
+        let alone = HaproxyAlone {
+            dir,
+            http,
+            pods,
+            _process: process,
+        };
+        let began = Instant::now();
+        poll(alone.http, "h0.example.com", began, |_| true).await;
+        alone
+    }
+
+    async fn cli(&self, socket: &str, command: &str) -> String {
+        cli(&self.dir.path().join(socket), command).await
+    }
+
+    /// `add map` of a new host, until it is answered.
+    async fn add_map(&self, times: usize) -> Vec<Duration> {
+        let mut durations = Vec::new();
+        for index in 0..times {
+            let host = format!("alone{index}.example.com");
+            let began = Instant::now();
+            self.cli("admin.sock", &format!("add map maps/routes.map {host} be0"))
+                .await;
+            durations.push(poll(self.http, &host, began, |_| true).await);
+        }
+        durations
+    }
+
+    /// `add server` of a pod and the other put in maintenance, until the
+    /// new one answers.
+    async fn add_server(&self, times: usize) -> Vec<Duration> {
+        let mut durations = Vec::new();
+        for index in 0..times {
+            let (name, addr) = &self.pods[(index + 1) % self.pods.len()];
+            let server = format!("s{index}");
+            let began = Instant::now();
+            self.cli(
+                "admin.sock",
+                &format!("add server be0/{server} {addr}; enable server be0/{server}"),
+            )
+            .await;
+            for previous in self.live_servers(&server).await {
+                self.cli("admin.sock", &format!("disable server be0/{previous}"))
+                    .await;
+            }
+            durations.push(poll(self.http, "h0.example.com", began, |r| &r.pod == name).await);
+        }
+        durations
+    }
+
+    /// The servers of be0 but `except`.
+    async fn live_servers(&self, except: &str) -> Vec<String> {
+        let state = self.cli("admin.sock", "show servers state be0").await;
+        state
+            .lines()
+            .filter(|line| !line.starts_with('#'))
+            .filter_map(|line| line.split_whitespace().nth(3).map(String::from))
+            .filter(|name| name != except)
+            .collect()
+    }
+
+    /// A new host written to the map file, then a reload through the master
+    /// CLI, until the new worker answers it.
+    async fn reload(&self, times: usize) -> Vec<Duration> {
+        let mut durations = Vec::new();
+        let mut map = String::from("h0.example.com be0\n");
+        for index in 0..times {
+            let host = format!("reloaded{index}.example.com");
+            writeln!(map, "{host} be0").unwrap();
+            let began = Instant::now();
+            std::fs::write(self.dir.path().join("maps/routes.map"), &map).unwrap();
+            self.cli("master.sock", "reload").await;
+            durations.push(poll(self.http, &host, began, |_| true).await);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        durations
+    }
+}
+
+fn write_alone_config(dir: &Path, http: SocketAddr, pod: SocketAddr) {
+    let config = format!(
+        "global\n  stats socket {admin} mode 600 level admin expose-fd listeners\n\
+         defaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n\
+         frontend web\n  bind {http}\n  use_backend %[req.hdr(host),lower,map(maps/routes.map)]\n\
+         backend be0\n  server s {pod}\n",
+        admin = dir.join("admin.sock").display()
+    );
+    std::fs::write(dir.join("haproxy.cfg"), config).unwrap();
+}
