@@ -22,10 +22,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, symlink};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, symlink};
 use std::path::{Component, Path, PathBuf};
 
-use hawser_plan::{FileKind, FileSet, Generation, Plan, digest};
+use hawser_plan::{FileKind, FileSet, Generation, Plan, RenderedFile, digest};
 
 use self::staging::StagingDir;
 
@@ -290,6 +290,7 @@ impl TreeStore {
             std::process::id()
         )))?;
         let mut dirs = vec![staging.path().to_path_buf()];
+        let donor = self.donor();
         for (path, file) in files.iter() {
             let relative = plain_relative(path)?;
             let dest = staging.path().join(relative);
@@ -299,7 +300,13 @@ impl TreeStore {
                 fs::create_dir_all(parent).map_err(io_err("cannot create", parent))?;
                 dirs.push(parent.to_path_buf());
             }
-            write_synced(&dest, &file.content, file.mode())?;
+            let shared = donor
+                .as_ref()
+                .filter(|(_, listed)| listed.files.get(path) == manifest.files.get(path))
+                .map(|(dir, _)| dir.join(relative));
+            if !shared.is_some_and(|source| link_shared(&source, &dest, file)) {
+                write_synced(&dest, &file.content, file.mode())?;
+            }
         }
         write_synced(&staging.path().join(PLAN), &plan_json, 0o644)?;
         write_synced(
@@ -313,6 +320,18 @@ impl TreeStore {
         staging.rename_to(&target)?;
         sync_dir(&self.base)?;
         Ok(version)
+    }
+
+    /// `current`'s directory and MANIFEST: a new version links the files it
+    /// shares with it (same path, kind and content) instead of writing and
+    /// syncing them again. At thousands of routes most of a version is
+    /// unchanged, and versions are never edited in place, so sharing an
+    /// inode is safe; a damaged donor is caught by the check of the new
+    /// version and by [`TreeStore::verify`] at start.
+    fn donor(&self) -> Option<(PathBuf, Manifest)> {
+        let dir = self.version_path(self.current()?);
+        let text = fs::read_to_string(dir.join(MANIFEST)).ok()?;
+        Some((dir, Manifest::parse(&text)?))
     }
 
     /// Re-reads a version and checks every file against its manifest.
@@ -464,6 +483,16 @@ fn plain_relative(path: &str) -> Result<&Path, TreeError> {
     } else {
         Err(TreeError::BadPath(path.to_string()))
     }
+}
+
+/// Links `source` (a file of an older version) as `dest` when it still has
+/// the size and mode `file` asks for; false when it cannot, and `dest` is
+/// then written.
+fn link_shared(source: &Path, dest: &Path, file: &RenderedFile) -> bool {
+    let fits = fs::metadata(source).is_ok_and(|meta| {
+        meta.len() == file.content.len() as u64 && meta.mode() & 0o777 == file.mode()
+    });
+    fits && fs::hard_link(source, dest).is_ok()
 }
 
 fn write_synced(path: &Path, content: &[u8], mode: u32) -> Result<(), TreeError> {

@@ -210,3 +210,41 @@ fn no_space_and_no_quota_are_a_full_state_directory() {
     .full_in(dir);
     assert_eq!(other.metric_label(), "io");
 }
+
+#[test]
+fn a_version_links_the_files_it_shares_with_current() {
+    use std::os::unix::fs::MetadataExt;
+    let (_dir, store) = store();
+    let first = store.stage(1, &files("a b\n"), &plan()).expect("stage");
+    // Without `current`, every file is written.
+    let second = store.stage(2, &files("a c\n"), &plan()).expect("stage");
+    let inode = |v: VersionName, p: &str| {
+        fs::metadata(store.version_path(v).join(p))
+            .expect("meta")
+            .ino()
+    };
+    assert_ne!(inode(first, "certs/a.pem"), inode(second, "certs/a.pem"));
+
+    store.publish(first).expect("publish");
+    let third = store.stage(3, &files("a c\n"), &plan()).expect("stage");
+    assert_eq!(
+        inode(first, "certs/a.pem"),
+        inode(third, "certs/a.pem"),
+        "the unchanged certificate is shared"
+    );
+    assert_eq!(inode(first, "haproxy.cfg"), inode(third, "haproxy.cfg"));
+    assert_ne!(
+        inode(first, "maps/exact.map"),
+        inode(third, "maps/exact.map"),
+        "the changed map is written"
+    );
+    assert_eq!(store.read(third).expect("read"), (files("a c\n"), plan()));
+    store
+        .verify(third)
+        .expect("the shared files match the new MANIFEST");
+
+    // Removing the donor leaves the new version whole.
+    store.publish(third).expect("publish");
+    fs::remove_dir_all(store.version_path(first)).expect("remove");
+    assert_eq!(store.read(third).expect("read"), (files("a c\n"), plan()));
+}
