@@ -23,9 +23,10 @@
 //! A [`ManifestReader`] reads the same directory again and again (local mode,
 //! on every change) and parses only the files that changed since its last
 //! read: at thousands of objects, parsing is most of a read. A file is taken
-//! as unchanged when its size, inode, modification and change times are, and
-//! it was last modified well before that read (a write within the same clock
-//! tick leaves the times alone, so a file written just then is read again).
+//! as unchanged without reading it when its size, inode, modification and
+//! change times are, and it was last modified well before that read (a write
+//! within the same clock tick leaves the times alone). Otherwise it is read,
+//! and parsed only when its content differs from what was parsed.
 
 mod parse;
 mod split;
@@ -160,6 +161,8 @@ struct ParsedFile {
     stamp: Option<Stamp>,
     /// When the read that parsed it began.
     read_at: SystemTime,
+    /// A hash of the content parsed; `None` when it could not be read.
+    content: Option<u64>,
     entries: Vec<Entry>,
 }
 
@@ -210,12 +213,24 @@ impl ManifestReader {
             let stamp = Stamp::of(&path);
             let file = match (self.parsed.remove(&path), &stamp) {
                 (Some(cached), Some(now)) if cached.is_current(now) => cached,
-                _ => {
-                    loader.set.parsed += 1;
+                (cached, _) => {
+                    let (content, bytes) = match fs::read(&path) {
+                        Ok(bytes) => (Some(content_hash(&bytes)), Ok(bytes)),
+                        Err(err) => (None, Err(err)),
+                    };
+                    let entries =
+                        match cached.filter(|c| c.content.is_some() && c.content == content) {
+                            Some(same) => same.entries,
+                            None => {
+                                loader.set.parsed += 1;
+                                parse_read(&path, bytes)
+                            }
+                        };
                     ParsedFile {
-                        entries: read_file(&path),
                         stamp,
                         read_at,
+                        content,
+                        entries,
                     }
                 }
             };
@@ -283,9 +298,18 @@ struct Loader {
     defined_at: BTreeMap<ObjectRef, (PathBuf, u64)>,
 }
 
-/// One file's documents; a file that cannot be read or decoded is one
-/// [`ProblemKind::Unreadable`] problem.
-fn read_file(path: &Path) -> Vec<Entry> {
+/// A hash of a file's content, to tell whether it changed since it was
+/// parsed.
+fn content_hash(bytes: &[u8]) -> u64 {
+    use std::hash::{DefaultHasher, Hasher};
+    let mut hasher = DefaultHasher::new();
+    hasher.write(bytes);
+    hasher.finish()
+}
+
+/// One file's documents, from what reading it gave; a file that cannot be
+/// read or decoded is one [`ProblemKind::Unreadable`] problem.
+fn parse_read(path: &Path, read: io::Result<Vec<u8>>) -> Vec<Entry> {
     let unreadable = |line, message| {
         vec![Entry::Problem(Problem {
             file: path.to_path_buf(),
@@ -295,7 +319,7 @@ fn read_file(path: &Path) -> Vec<Entry> {
             message,
         })]
     };
-    let bytes = match fs::read(path) {
+    let bytes = match read {
         Ok(bytes) => bytes,
         Err(err) => return unreadable(None, format!("failed to read file: {err}")),
     };

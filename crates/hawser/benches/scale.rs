@@ -284,6 +284,11 @@ async fn measure(options: &Options, binary: Option<PathBuf>) -> String {
     for row in &rows {
         writeln!(out, "{row}").unwrap();
     }
+    writeln!(out).unwrap();
+    for row in &rows {
+        let samples: Vec<String> = row.samples.iter().map(|ms| format!("{ms:.0}")).collect();
+        writeln!(out, "{} (ms, sorted): {}", row.what, samples.join(" ")).unwrap();
+    }
     writeln!(out, "\nload on hawser: {report}").unwrap();
     for failure in &report.first_failures {
         writeln!(out, "  {failure}").unwrap();
@@ -298,6 +303,8 @@ async fn measure(options: &Options, binary: Option<PathBuf>) -> String {
 /// One class of change, measured.
 struct Row {
     what: &'static str,
+    /// Every time, sorted, in milliseconds.
+    samples: Vec<f64>,
     median: f64,
     p95: f64,
     count: usize,
@@ -318,6 +325,7 @@ impl Row {
         limit.sort();
         Row {
             what,
+            samples: times.iter().copied().map(millis).collect(),
             median: millis(percentile(&times, 50)),
             p95: millis(percentile(&times, 95)),
             count: times.len(),
