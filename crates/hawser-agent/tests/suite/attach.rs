@@ -3,42 +3,23 @@
 //! to boot, waits for its master CLI, applies versions through its sockets,
 //! and leaves it running when the agent stops.
 
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use hawser_agent::{Agent, AgentConfig, AgentPaths, ApplyKind, Desired, HaproxyMode};
-use hawser_haproxy::{HAPROXY_ENV, HaproxyBinary};
 use hawser_plan::{FileKind, FileSet, Generation, Plan};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-const TIMEOUT: Duration = Duration::from_secs(20);
-
-fn haproxy() -> HaproxyBinary {
-    assert!(
-        std::env::var_os(HAPROXY_ENV).is_some(),
-        "{HAPROXY_ENV} is not set: run `export {HAPROXY_ENV}=$(scripts/install-haproxy.sh)`"
-    );
-    HaproxyBinary::locate().expect("HAProxy >= 3.0")
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .expect("a free port")
-        .local_addr()
-        .expect("its address")
-        .port()
-}
+use crate::common::{TIMEOUT, config_head, free_port, haproxy};
 
 /// A rendered version answering `body` on `port`.
 fn version(paths: &AgentPaths, generation: Generation, port: u16, body: &str) -> Desired {
     let config = format!(
-        "global\n  stats socket {} mode 600 level admin\n\
-         defaults\n  mode http\n  timeout connect 1s\n  timeout client 5s\n  timeout server 5s\n\
-         frontend web\n  bind 127.0.0.1:{port}\n  http-request return status 200 content-type text/plain string \"{body}\"\n",
-        paths.runtime_socket().display()
+        "{}  http-request return status 200 content-type text/plain string \"{body}\"\n",
+        config_head(paths, port)
     );
     let mut files = FileSet::default();
     files.insert("haproxy.cfg", FileKind::Config, config);

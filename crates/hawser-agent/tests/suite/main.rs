@@ -13,6 +13,7 @@
 mod hostile_configs;
 
 mod attach;
+mod common;
 mod policy_corpus;
 mod process;
 mod runtime_first;

@@ -14,7 +14,7 @@ use std::{
 };
 
 use hawser_agent::process::{HaproxyLayout, ProcessError, Started, StopMode, Supervisor};
-use hawser_haproxy::{HAPROXY_ENV, HaproxyBinary, MasterCli};
+use hawser_haproxy::MasterCli;
 use nix::{
     sys::signal::{Signal, kill},
     unistd::Pid,
@@ -25,23 +25,9 @@ use tokio::{
     net::TcpStream,
 };
 
-const GRACE: Duration = Duration::from_secs(5);
+use crate::common::haproxy;
 
-/// The HAProxy named by `HAWSER_HAPROXY`; fails (never skips) without one.
-fn haproxy() -> HaproxyBinary {
-    let Some(path) = std::env::var_os(HAPROXY_ENV) else {
-        panic!(
-            "{HAPROXY_ENV} is not set: these tests need a real HAProxy >= 3.0; \
-             run `export {HAPROXY_ENV}=$(scripts/install-haproxy.sh)` and try again"
-        );
-    };
-    HaproxyBinary::at(&path).unwrap_or_else(|error| {
-        panic!(
-            "{HAPROXY_ENV}={} is not usable: {error}",
-            Path::new(&path).display()
-        )
-    })
-}
+const GRACE: Duration = Duration::from_secs(5);
 
 /// A temporary state directory: `tree/v1`, `tree/current -> v1`, `run/`,
 /// and a free loopback port. Dropping it kills every process naming it.

@@ -8,35 +8,18 @@
 //! Oracle: the answers of the real HAProxy, the worker PID (no reload), the
 //! apply outcomes, and where `current` points.
 
-use std::net::{Ipv4Addr, SocketAddr, TcpListener};
-use std::time::Duration;
+use std::net::{Ipv4Addr, SocketAddr};
 
 use hawser_agent::{Agent, AgentConfig, AgentPaths, ApplyKind, ApplyOutcome, Desired};
-use hawser_haproxy::{HAPROXY_ENV, HaproxyBinary};
 use hawser_plan::{
     BackendMode, BackendPlan, FileKind, FileSet, Generation, MapEntry, MapPlan, MatchKind, Plan,
     ServerPlan, ServerState,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-const TIMEOUT: Duration = Duration::from_secs(20);
+use crate::common::{TIMEOUT, config_head, free_port, haproxy};
+
 const MAP: &str = "maps/answers.map";
-
-fn haproxy() -> HaproxyBinary {
-    assert!(
-        std::env::var_os(HAPROXY_ENV).is_some(),
-        "{HAPROXY_ENV} is not set: run `export {HAPROXY_ENV}=$(scripts/install-haproxy.sh)`"
-    );
-    HaproxyBinary::locate().expect("HAProxy >= 3.0")
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .expect("a free port")
-        .local_addr()
-        .expect("its address")
-        .port()
-}
 
 /// A version answering each path with its value in the answers map.
 /// `extra` is appended to haproxy.cfg; the plan's structure digest stays
@@ -49,11 +32,8 @@ fn version(
     extra: &str,
 ) -> Desired {
     let config = format!(
-        "global\n  stats socket {} mode 600 level admin\n\
-         defaults\n  mode http\n  timeout connect 1s\n  timeout client 5s\n  timeout server 5s\n\
-         frontend web\n  bind 127.0.0.1:{port}\n\
-         \x20 http-request return status 200 content-type text/plain lf-string \"%[path,map({MAP},none)]\"\n{extra}",
-        paths.runtime_socket().display()
+        "{}  http-request return status 200 content-type text/plain lf-string \"%[path,map({MAP},none)]\"\n{extra}",
+        config_head(paths, port)
     );
     let mut files = FileSet::default();
     files.insert("haproxy.cfg", FileKind::Config, config);
@@ -100,6 +80,17 @@ async fn outcome(outcomes: &mut tokio::sync::broadcast::Receiver<ApplyOutcome>) 
         .expect("outcome")
 }
 
+fn expect_rejected(outcome: ApplyOutcome, mentioning: &str) {
+    assert_eq!(outcome.kind, ApplyKind::Rejected, "{outcome:?}");
+    assert!(
+        outcome
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains(mentioning)),
+        "{outcome:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_runtime_change_whose_tree_the_full_check_refuses_is_undone() {
     let state = tempfile::tempdir().expect("state dir");
@@ -129,15 +120,7 @@ async fn a_runtime_change_whose_tree_the_full_check_refuses_is_undone() {
         "backend b\n  no-such-keyword\n",
     );
     handle.submit(broken);
-    let rejected = outcome(&mut outcomes).await;
-    assert_eq!(rejected.kind, ApplyKind::Rejected, "{rejected:?}");
-    assert!(
-        rejected
-            .error
-            .as_deref()
-            .is_some_and(|e| e.contains("no-such-keyword")),
-        "{rejected:?}"
-    );
+    expect_rejected(outcome(&mut outcomes).await, "no-such-keyword");
     assert_eq!(
         handle.status().borrow().runtime_ops,
         runtime_ops + 1,
@@ -202,15 +185,7 @@ async fn a_server_whose_keywords_the_policy_refuses_is_never_sent() {
         keywords: ["ssl", "ca-file", "/etc/passwd"].map(String::from).to_vec(),
     }])];
     handle.submit(reading);
-    let rejected = outcome(&mut outcomes).await;
-    assert_eq!(rejected.kind, ApplyKind::Rejected, "{rejected:?}");
-    assert!(
-        rejected
-            .error
-            .as_deref()
-            .is_some_and(|e| e.contains("/etc/passwd")),
-        "{rejected:?}"
-    );
+    expect_rejected(outcome(&mut outcomes).await, "/etc/passwd");
     assert_eq!(
         handle.status().borrow().runtime_ops,
         runtime_ops,
