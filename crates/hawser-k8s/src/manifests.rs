@@ -172,8 +172,9 @@ struct Stamp {
     len: u64,
     dev: u64,
     ino: u64,
-    mtime: (i64, i64),
+    /// The change time, which every write and rename moves.
     ctime: (i64, i64),
+    /// The modification time (to the nanosecond where the system keeps it).
     modified: Option<SystemTime>,
 }
 
@@ -184,7 +185,6 @@ impl Stamp {
             len: meta.len(),
             dev: meta.dev(),
             ino: meta.ino(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
             ctime: (meta.ctime(), meta.ctime_nsec()),
             modified: meta.modified().ok(),
         })
