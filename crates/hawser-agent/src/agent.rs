@@ -429,11 +429,7 @@ impl Core {
             // A crash interrupted an apply: HAProxy may run the old or the new
             // version. Reloading `current` (already checked) makes it known.
             info!("adopted HAProxy; reloading {current:?} to converge after an interrupted apply");
-            if let Err(e) = self
-                .reloader
-                .reload(&self.config.paths.server_state_file())
-                .await
-            {
+            if let Err(e) = self.reload_current().await {
                 warn!("reload after adoption failed: {e}; rolling back");
                 self.roll_back_and_reload().await;
             }
@@ -605,10 +601,7 @@ impl Core {
         self.tree.publish(version).map_err(ApplyError::Publish)?;
         self.set_phase(Phase::Reloading);
         self.last_reload = Some(Instant::now());
-        let result = self
-            .reloader
-            .reload(&self.config.paths.server_state_file())
-            .await;
+        let result = self.reload_current().await;
         match result {
             Ok(pid) => {
                 self.status.send_modify(|s| {
@@ -640,15 +633,19 @@ impl Core {
         }
     }
 
+    /// Reloads HAProxy on `current`, saving the servers' state first; the
+    /// new worker's pid once verified.
+    async fn reload_current(&self) -> Result<u32, crate::reload::ReloadError> {
+        self.reloader
+            .reload(&self.config.paths.server_state_file())
+            .await
+    }
+
     /// `current` back to `lkg` first (so a restart boots it), then reload it.
     async fn roll_back_and_reload(&mut self) {
         match self.tree.roll_back() {
             Ok(Some(lkg)) => {
-                match self
-                    .reloader
-                    .reload(&self.config.paths.server_state_file())
-                    .await
-                {
+                match self.reload_current().await {
                     Ok(_) => {
                         let _ = self.tree.mark_loaded(lkg);
                     }

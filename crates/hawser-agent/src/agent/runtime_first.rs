@@ -133,11 +133,7 @@ impl Core {
                 Err(e) => warn!("undoing the runtime change failed ({e}); reloading"),
             }
         }
-        if let Err(e) = self
-            .reloader
-            .reload(&self.config.paths.server_state_file())
-            .await
-        {
+        if let Err(e) = self.reload_current().await {
             warn!("reload of the running version failed: {e}");
         }
         self.repair_drift().await;

@@ -80,6 +80,16 @@ async fn outcome(outcomes: &mut tokio::sync::broadcast::Receiver<ApplyOutcome>) 
         .expect("outcome")
 }
 
+/// An agent that starts HAProxy itself, on a state directory of its own.
+async fn start() -> (tempfile::TempDir, AgentPaths, Agent) {
+    let state = tempfile::tempdir().expect("state dir");
+    let paths = AgentPaths::new(state.path());
+    let agent = Agent::start(AgentConfig::new(paths.clone(), haproxy()))
+        .await
+        .expect("agent starts");
+    (state, paths, agent)
+}
+
 fn expect_rejected(outcome: ApplyOutcome, mentioning: &str) {
     assert_eq!(outcome.kind, ApplyKind::Rejected, "{outcome:?}");
     assert!(
@@ -93,11 +103,7 @@ fn expect_rejected(outcome: ApplyOutcome, mentioning: &str) {
 
 #[tokio::test]
 async fn a_runtime_change_whose_tree_the_full_check_refuses_is_undone() {
-    let state = tempfile::tempdir().expect("state dir");
-    let paths = AgentPaths::new(state.path());
-    let agent = Agent::start(AgentConfig::new(paths.clone(), haproxy()))
-        .await
-        .expect("agent starts");
+    let (_state, paths, agent) = start().await;
     let handle = agent.handle();
     let mut outcomes = handle.outcomes();
     let port = free_port();
@@ -155,11 +161,7 @@ fn backend(servers: Vec<ServerPlan>) -> BackendPlan {
 
 #[tokio::test]
 async fn a_server_whose_keywords_the_policy_refuses_is_never_sent() {
-    let state = tempfile::tempdir().expect("state dir");
-    let paths = AgentPaths::new(state.path());
-    let agent = Agent::start(AgentConfig::new(paths.clone(), haproxy()))
-        .await
-        .expect("agent starts");
+    let (_state, paths, agent) = start().await;
     let handle = agent.handle();
     let mut outcomes = handle.outcomes();
     let port = free_port();
