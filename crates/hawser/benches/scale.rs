@@ -50,11 +50,11 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hawser_fake_api::FakeApi;
+use hawser_haproxy::{AdminState, MasterCli, RuntimeApi};
 use serde_json::Value;
 use support::{
     AgentProc, Backends, ControllerProc, Load, LoadTarget, Pki, Pod, Run, RunOptions, pod,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const NAMESPACE: &str = "scale";
 
@@ -473,43 +473,12 @@ async fn poll(
 
 /// The reloads HAProxy's master counts (`show proc`).
 async fn reloads(run: &Deployment) -> u64 {
-    let answer = cli(&run.master_socket(), "show proc").await;
-    answer
-        .lines()
-        .find(|line| line.split_whitespace().nth(1) == Some("master"))
-        .and_then(|line| line.split_whitespace().nth(2))
-        .and_then(|reloads| reloads.parse().ok())
-        .expect("the master's line of `show proc`")
+    let table = run.master().show_proc().await.expect("show proc");
+    u64::from(table.master.reloads)
 }
 
 async fn reloads_since(run: &Deployment, before: u64) -> u64 {
     reloads(run).await - before
-}
-
-/// One command on an HAProxy CLI socket; its whole answer.
-async fn cli(socket: &Path, command: &str) -> String {
-    let mut stream = tokio::net::UnixStream::connect(socket)
-        .await
-        .unwrap_or_else(|e| panic!("connect to {}: {e}", socket.display()));
-    stream
-        .write_all(format!("{command}\n").as_bytes())
-        .await
-        .unwrap();
-    // An answer ends with an empty line; some masters keep the connection
-    // open after it.
-    let mut answer = Vec::new();
-    let mut chunk = [0u8; 4096];
-    while !answer.ends_with(b"\n\n") {
-        let read = tokio::time::timeout(GIVE_UP, stream.read(&mut chunk))
-            .await
-            .expect("an answer in time")
-            .unwrap();
-        if read == 0 {
-            break;
-        }
-        answer.extend_from_slice(&chunk[..read]);
-    }
-    String::from_utf8_lossy(&answer).into_owned()
 }
 
 /// What serves the scenario: `hawser run`, or a controller reading the
@@ -598,10 +567,13 @@ impl Deployment {
         }
     }
 
-    fn master_socket(&self) -> PathBuf {
+    /// The master CLI of the HAProxy that serves.
+    fn master(&self) -> MasterCli {
         match self {
-            Deployment::Local(run) => run.state_dir().join("run/master.sock"),
-            Deployment::Cluster { agent, .. } => agent.state_dir().join("run/master.sock"),
+            Deployment::Local(run) => run.master(),
+            Deployment::Cluster { agent, .. } => {
+                MasterCli::new(agent.state_dir().join("run/master.sock"))
+            }
         }
     }
 
@@ -652,6 +624,8 @@ fn peak_rss_mib(pid: Option<u32>) -> Option<f64> {
 struct HaproxyAlone {
     dir: tempfile::TempDir,
     http: SocketAddr,
+    runtime: RuntimeApi,
+    master: MasterCli,
     pods: Vec<(String, SocketAddr)>,
     _process: support::ChildGuard,
 }
@@ -681,6 +655,8 @@ impl HaproxyAlone {
             .arg("haproxy.cfg");
         let process = support::ChildGuard::spawn("haproxy alone", &mut command);
         let alone = HaproxyAlone {
+            runtime: RuntimeApi::new(dir.path().join("admin.sock")),
+            master: MasterCli::new(dir.path().join("master.sock")),
             dir,
             http,
             pods,
@@ -691,54 +667,46 @@ impl HaproxyAlone {
         alone
     }
 
-    async fn cli(&self, socket: &str, command: &str) -> String {
-        cli(&self.dir.path().join(socket), command).await
-    }
-
     /// `add map` of a new host, until it is answered.
     async fn add_map(&self, times: usize) -> Vec<Duration> {
         let mut durations = Vec::new();
         for index in 0..times {
             let host = format!("alone{index}.example.com");
             let began = Instant::now();
-            self.cli("admin.sock", &format!("add map maps/routes.map {host} be0"))
-                .await;
+            self.runtime
+                .add_map("maps/routes.map", &host, "be0")
+                .await
+                .expect("add map");
             durations.push(poll(self.http, &host, began, |_| true).await);
         }
         durations
     }
 
-    /// `add server` of a pod and the other put in maintenance, until the
-    /// new one answers.
+    /// `add server` of a pod and the one serving before put in
+    /// maintenance, until the new one answers.
     async fn add_server(&self, times: usize) -> Vec<Duration> {
         let mut durations = Vec::new();
+        let mut previous = "s".to_string();
         for index in 0..times {
             let (name, addr) = &self.pods[(index + 1) % self.pods.len()];
             let server = format!("s{index}");
             let began = Instant::now();
-            self.cli(
-                "admin.sock",
-                &format!("add server be0/{server} {addr}; enable server be0/{server}"),
-            )
-            .await;
-            for previous in self.live_servers(&server).await {
-                self.cli("admin.sock", &format!("disable server be0/{previous}"))
-                    .await;
-            }
+            self.runtime
+                .add_server("be0", &server, addr.ip(), addr.port(), &[])
+                .await
+                .expect("add server");
+            self.runtime
+                .enable_server("be0", &server)
+                .await
+                .expect("enable server");
+            self.runtime
+                .set_server_state("be0", &previous, AdminState::Maint)
+                .await
+                .expect("set server state");
             durations.push(poll(self.http, "h0.example.com", began, |r| &r.pod == name).await);
+            previous = server;
         }
         durations
-    }
-
-    /// The servers of be0 but `except`.
-    async fn live_servers(&self, except: &str) -> Vec<String> {
-        let state = self.cli("admin.sock", "show servers state be0").await;
-        state
-            .lines()
-            .filter(|line| !line.starts_with('#'))
-            .filter_map(|line| line.split_whitespace().nth(3).map(String::from))
-            .filter(|name| name != except)
-            .collect()
     }
 
     /// A new host written to the map file, then a reload through the master
@@ -751,7 +719,7 @@ impl HaproxyAlone {
             writeln!(map, "{host} be0").unwrap();
             let began = Instant::now();
             std::fs::write(self.dir.path().join("maps/routes.map"), &map).unwrap();
-            self.cli("master.sock", "reload").await;
+            self.master.reload().await.expect("reload");
             durations.push(poll(self.http, &host, began, |_| true).await);
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
