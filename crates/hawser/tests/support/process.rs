@@ -53,17 +53,18 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    hawser_command_of(Path::new(env!("CARGO_BIN_EXE_hawser")), args)
+    hawser_command_of(None, args)
 }
 
-/// [`hawser_command`] for another hawser binary (the scale benchmark
-/// compares two builds in one run).
-pub fn hawser_command_of<I, S>(binary: &Path, args: I) -> Command
+/// [`hawser_command`] for `binary`, another hawser build than this one
+/// when given (the scale benchmark compares two builds in one run).
+pub fn hawser_command_of<I, S>(binary: Option<&Path>, args: I) -> Command
 where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    let mut command = Command::new(binary);
+    let mut command =
+        Command::new(binary.unwrap_or_else(|| Path::new(env!("CARGO_BIN_EXE_hawser"))));
     command.args(args);
     for name in HAWSER_FLAG_ENV {
         command.env_remove(name);

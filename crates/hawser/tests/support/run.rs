@@ -14,7 +14,7 @@ use serde_json::Value;
 use super::TIMEOUT;
 use super::haproxy::{listen_address, two_free_ports};
 use super::http::{self, Response};
-use super::process::{ChildGuard, hawser_command, hawser_command_of};
+use super::process::{ChildGuard, hawser_command_of};
 
 /// `hawser run` over a manifests directory; on drop, hawser and the HAProxy
 /// it started are killed.
@@ -112,10 +112,7 @@ impl Run {
 
     /// Starts `hawser run` (again) on the same state directory.
     pub fn spawn(&mut self) {
-        let mut command: Command = match &self.binary {
-            Some(binary) => hawser_command_of(binary, ["run"]),
-            None => hawser_command(["run"]),
-        };
+        let mut command: Command = hawser_command_of(self.binary.as_deref(), ["run"]);
         command
             .arg("--manifests")
             .arg(&self.manifests)

@@ -153,10 +153,7 @@ impl AgentProc {
 
     /// Starts (again) on the same state directory: HAProxy is adopted.
     pub fn spawn(&mut self) {
-        let mut command: Command = match &self.binary {
-            Some(binary) => hawser_command_of(binary, ["agent"]),
-            None => hawser_command(["agent"]),
-        };
+        let mut command: Command = hawser_command_of(self.binary.as_deref(), ["agent"]);
         if !self
             .extra_args
             .iter()
@@ -359,10 +356,7 @@ impl ControllerProc {
             .prefix("hawser-e2e-controller-")
             .tempdir()
             .expect("controller state");
-        let mut command = match binary {
-            Some(binary) => hawser_command_of(binary, ["controller"]),
-            None => hawser_command(["controller"]),
-        };
+        let mut command = hawser_command_of(binary, ["controller"]);
         command
             .args(source)
             .arg("--tls-dir")
