@@ -40,6 +40,7 @@ mod runtime_first;
 mod stage;
 
 use apply_error::ApplyError;
+use runtime_first::AtRuntime;
 
 /// One rendered version to apply.
 #[derive(Debug, Clone)]
@@ -557,8 +558,8 @@ impl Core {
                 .apply_at_runtime(version, desired, &ops, phases)
                 .await?
             {
-                Ok(summary) => return Ok(Some((ApplyKind::Runtime, summary))),
-                Err(reason) => vec![reason],
+                AtRuntime::Applied(summary) => return Ok(Some((ApplyKind::Runtime, summary))),
+                AtRuntime::ReloadInstead(reason) => vec![reason],
             },
             Decision::Reload(reasons) => {
                 self.check_version(version, desired, phases).await?;

@@ -29,6 +29,15 @@ use crate::diff::{Decision, RuntimeOp, VersionView, decide};
 use crate::runtime_ops::{self, describe};
 use crate::tree::VersionName;
 
+/// How a runtime apply ended, when nothing was refused.
+pub(super) enum AtRuntime {
+    /// Applied, checked and published: what the operations did.
+    Applied(String),
+    /// An operation failed; the version, checked, must be loaded by a
+    /// reload, for this reason.
+    ReloadInstead(String),
+}
+
 impl Core {
     /// The full check of a staged version: the config policy, `haproxy -c`
     /// and the checks it does not make.
@@ -55,15 +64,14 @@ impl Core {
     }
 
     /// Applies `ops` to the running HAProxy, then checks the version fully
-    /// and moves `current` and `lkg` to it. `Ok(Err(reason))`: the runtime
-    /// change failed and the (checked) version must be loaded by a reload.
+    /// and moves `current` and `lkg` to it.
     pub(super) async fn apply_at_runtime(
         &mut self,
         version: VersionName,
         desired: &Desired,
         ops: &[RuntimeOp],
         phases: &mut Phases,
-    ) -> Result<Result<String, String>, ApplyError> {
+    ) -> Result<AtRuntime, ApplyError> {
         self.check_runtime_ops(version, ops)?;
         let changing = Instant::now();
         let executed =
@@ -72,7 +80,9 @@ impl Core {
         if let Err(e) = executed {
             warn!("runtime change failed ({e}); reloading instead");
             self.check_version(version, desired, phases).await?;
-            return Ok(Err(format!("runtime change failed: {e}")));
+            return Ok(AtRuntime::ReloadInstead(format!(
+                "runtime change failed: {e}"
+            )));
         }
         self.status
             .send_modify(|s| s.runtime_ops += ops.len() as u64);
@@ -82,7 +92,8 @@ impl Core {
             return Err(refused);
         }
         self.publish_good(version, desired)?;
-        Ok(Ok(ops.iter().map(describe).collect::<Vec<_>>().join(", ")))
+        let summary = ops.iter().map(describe).collect::<Vec<_>>().join(", ");
+        Ok(AtRuntime::Applied(summary))
     }
 
     /// hawser's own checks of what runtime commands will change, made
