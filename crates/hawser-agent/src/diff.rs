@@ -101,6 +101,7 @@ pub fn decide(running: VersionView<'_>, desired: VersionView<'_>) -> Decision {
         &cert_removes,
         &mut reasons,
     );
+    spares_changing_hands(running.plan, desired.plan, &mut reasons);
     let (server_adds_and_changes, server_removes) =
         diff_backends(&running.plan.backends, &desired.plan.backends, &mut reasons);
 
@@ -245,6 +246,30 @@ fn diff_files(
         }
     }
     (cert_updates, map_replaces)
+}
+
+/// A spare lent to one Service in the running version and to another in
+/// the desired one (the versions between, which emptied it, were skipped):
+/// added servers would take the old Service's traffic until its servers
+/// are removed, so a reload moves it instead.
+fn spares_changing_hands(running: &Plan, desired: &Plan, reasons: &mut Vec<String>) {
+    let lent: BTreeMap<&str, &str> = running
+        .backends
+        .iter()
+        .filter_map(|b| Some((b.name.as_str(), b.role.lent_to()?)))
+        .collect();
+    for backend in &desired.backends {
+        let (Some(to), Some(was)) = (backend.role.lent_to(), lent.get(backend.name.as_str()))
+        else {
+            continue;
+        };
+        if to != *was {
+            reasons.push(format!(
+                "spare backend {} goes from {was} to {to} in one step",
+                backend.name
+            ));
+        }
+    }
 }
 
 fn diff_backends(

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use hawser_model::Store;
 use hawser_plan::Generation;
-use hawser_render::{RenderConfig, Rendered, Renderer, Severity};
+use hawser_render::{RenderConfig, Rendered, Renderer, Severity, SpareStatus};
 use serde::Serialize;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -79,6 +79,9 @@ pub struct ControllerStatus {
     pub cluster: Option<ClusterStatus>,
     #[serde(serialize_with = "millis")]
     pub last_render_duration: Duration,
+    /// The spare backends of the last render: how many are free, and which
+    /// Service each lent one serves (its name in HAProxy's statistics).
+    pub spare_backends: SpareStatus,
 }
 
 fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -142,8 +145,11 @@ impl RenderCycle {
         renderer: &Renderer,
         store: &Store,
     ) -> Result<Checked, QuarantineError> {
+        let previous = self.last.as_ref().map(|last| &last.plan);
         let Some(judge) = &self.judge else {
-            let rendered = renderer.render(store).map_err(QuarantineError::Render)?;
+            let rendered = renderer
+                .render_after(store, previous)
+                .map_err(QuarantineError::Render)?;
             return Ok(Checked {
                 rendered,
                 store: store.clone(),
@@ -153,12 +159,13 @@ impl RenderCycle {
         let last = self.last.as_ref();
         let unchanged =
             |rendered: &Rendered| last.is_some_and(|last| only_runtime_changes(last, rendered));
-        match render_checked(renderer, store, &self.quarantined, judge, unchanged).await {
+        let earlier = &self.quarantined;
+        match render_checked(renderer, store, previous, earlier, judge, unchanged).await {
             Err(QuarantineError::Refused(refused) | QuarantineError::TooMany(refused)) => {
                 warn!(
                     "no object HAProxy refuses can be left out ({refused}); handing the render on for the agent to refuse"
                 );
-                render_checked(renderer, store, &self.quarantined, judge, |_| true).await
+                render_checked(renderer, store, previous, earlier, judge, |_| true).await
             }
             other => other,
         }
@@ -254,6 +261,7 @@ impl RenderCycle {
             s.quarantined = quarantined;
             s.source_problems = problems;
             s.last_render_duration = started.elapsed();
+            s.spare_backends = SpareStatus::of(&render.rendered.plan);
             if generation.is_some() {
                 s.generation = generation;
             }

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use hawser_haproxy::{CheckReport, ConfigPolicy, HaproxyBinary};
 use hawser_model::{Object, ObjectRef, Store};
 use hawser_render::{
-    Diagnostic, Fault, RenderError, Rendered, Renderer, RouteStatus, Severity, fault_of,
+    Diagnostic, Fault, Plan, RenderError, Rendered, Renderer, RouteStatus, Severity, fault_of,
 };
 
 use tracing::warn;
@@ -176,13 +176,15 @@ pub struct Checked {
     pub quarantined: Vec<Quarantined>,
 }
 
-/// Renders `store` without the objects of `earlier` that are still there
-/// unchanged, then lets `judge` judge it, leaving out each object it blames
+/// Renders `store` (as the version after `previous`, see
+/// [`Renderer::render_after`]) without the objects of `earlier` that are
+/// still there unchanged, then lets `judge` judge it, leaving out each object it blames
 /// until it passes. A render `passes_unjudged` says nothing it could refuse
 /// changed in is not judged.
 pub async fn render_checked(
     renderer: &Renderer,
     store: &Store,
+    previous: Option<&Plan>,
     earlier: &[Quarantined],
     judge: &Judge,
     passes_unjudged: impl Fn(&Rendered) -> bool,
@@ -201,7 +203,9 @@ pub async fn render_checked(
         }
     }
     loop {
-        let rendered = renderer.render(&store).map_err(QuarantineError::Render)?;
+        let rendered = renderer
+            .render_after(&store, previous)
+            .map_err(QuarantineError::Render)?;
         let verdict = if passes_unjudged(&rendered) {
             Ok(())
         } else {

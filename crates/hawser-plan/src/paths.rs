@@ -11,6 +11,9 @@ pub const CONFIG_PATH: &str = "haproxy.cfg";
 pub const ROUTES_MAP_PATH: &str = "maps/routes.map";
 /// The Gateway API routing map.
 pub const GATEWAY_MAP_PATH: &str = "maps/gateway.map";
+/// Backends served from a spare: a Service's own backend name → the
+/// spare's (see [`crate::BackendRole`]).
+pub const SPARES_MAP_PATH: &str = "maps/spare_backends.map";
 /// The crt-list every TLS bind reads.
 pub const CRT_LIST_PATH: &str = "certs/crt-list.txt";
 /// The certificate served when no other matches.

@@ -46,9 +46,82 @@ pub struct BackendPlan {
     /// and how it is set); each server then carries `cookie <its name>`.
     #[serde(default)]
     pub cookie: Option<String>,
+    /// What the backend is for: serving what its name says, or a spare of a
+    /// pool, free or lent to a Service (see [`BackendRole`]).
+    #[serde(default, skip_serializing_if = "BackendRole::is_named")]
+    pub role: BackendRole,
+}
+
+/// Spare backends let a new Service be served without a reload: HAProxy
+/// 3.0 cannot add a backend at runtime, but it can add servers to one
+/// declared ahead and route to it through a map. A spare has the settings
+/// of the Services it may be lent to (its [`BackendShape`]); routes keep
+/// naming the Service's own backend, and the spares map turns that name
+/// into the spare's. At the next reload that happens anyway, every lent
+/// spare becomes the Service's own backend again and the pools are full.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub enum BackendRole {
+    /// Serves what its name says (`be_<namespace>_<service>_<port>`).
+    #[default]
+    Named,
+    /// What it served is gone: it stays declared, empty, until the next
+    /// reload, so a Service leaving needs none.
+    Retired,
+    /// A spare, free to be lent.
+    Spare,
+    /// A spare serving the backend `name` (what `source` describes).
+    Lent { name: String, source: String },
+    /// A spare whose Service left in this version: free from the next one,
+    /// once its servers are gone, so two Services never share it.
+    Released,
+}
+
+impl BackendRole {
+    pub fn is_named(&self) -> bool {
+        *self == BackendRole::Named
+    }
+
+    /// Whether the backend is one of a pool's spares (free or not).
+    pub fn is_spare(&self) -> bool {
+        matches!(
+            self,
+            BackendRole::Spare | BackendRole::Lent { .. } | BackendRole::Released
+        )
+    }
+
+    /// The backend a spare is lent to.
+    pub fn lent_to(&self) -> Option<&str> {
+        match self {
+            BackendRole::Lent { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// Everything about a backend but its name and servers: two backends of
+/// one shape differ in haproxy.cfg only in their servers, so a spare of a
+/// shape can serve any Service of that shape.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BackendShape {
+    pub mode: BackendMode,
+    pub balance: String,
+    pub timeout_server: Option<String>,
+    pub timeout_connect: Option<String>,
+    pub cookie: Option<String>,
 }
 
 impl BackendPlan {
+    pub fn shape(&self) -> BackendShape {
+        BackendShape {
+            mode: self.mode,
+            balance: self.balance.clone(),
+            timeout_server: self.timeout_server.clone(),
+            timeout_connect: self.timeout_connect.clone(),
+            cookie: self.cookie.clone(),
+        }
+    }
+
     /// Whether this backend serves a port of Service `namespace/service`
     /// (its name is `be_<namespace>_<service>_<port>`).
     pub fn serves_service(&self, namespace: &str, service: &str) -> bool {
@@ -61,7 +134,9 @@ impl BackendPlan {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendMode {
     #[default]

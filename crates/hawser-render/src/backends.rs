@@ -26,6 +26,8 @@ pub const BALANCE_ANNOTATION: &str = "hawser.dev/balance";
 /// The annotation that sets a Service's `timeout server`.
 pub const TIMEOUT_SERVER_ANNOTATION: &str = "hawser.dev/timeout-server";
 const DEFAULT_WEIGHT: u16 = 1;
+/// The balance algorithm of a Service that asks for none.
+pub const DEFAULT_BALANCE: &str = "roundrobin";
 
 /// A Service port as a route refers to it: one HAProxy backend.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -145,7 +147,7 @@ fn service_settings(
         balance: features
             .balance
             .clone()
-            .unwrap_or_else(|| "roundrobin".to_string()),
+            .unwrap_or_else(|| DEFAULT_BALANCE.to_string()),
         timeout_server: features.timeout_server.clone(),
         features,
     })
@@ -190,12 +192,13 @@ pub(crate) fn backend_plans(
             let mut plan = BackendPlan {
                 name: key.name(),
                 source: key.describe(),
-                balance: "roundrobin".to_string(),
+                balance: DEFAULT_BALANCE.to_string(),
                 timeout_server: None,
                 timeout_connect: None,
                 servers: Vec::new(),
                 mode: BackendMode::Http,
                 cookie: None,
+                role: Default::default(),
             };
             let service_key = ObjectKey::new(&key.namespace, &key.service);
             let Some(service) = store.service(&service_key) else {
@@ -351,6 +354,7 @@ mod tests {
             servers: Vec::new(),
             mode: BackendMode::Http,
             cookie: None,
+            role: Default::default(),
         };
         assert!(plan.serves_service("app", "web"));
         assert!(!plan.serves_service("app", "we"));

@@ -38,6 +38,10 @@ pub struct Settings {
     /// `mworker-max-reloads`: how many reloads an old worker outlives before
     /// it is terminated, so at most this many old workers drain at a time.
     pub max_old_workers: u32,
+    /// How many spare backends each backend shape keeps declared, so a new
+    /// Service is served without a reload (a pool that runs dry grows at the
+    /// reload it then takes); 0 turns the pools off.
+    pub spare_backends: u32,
     /// Where HAProxy logs, as the `log` directive's arguments.
     pub log_target: String,
     /// A custom `log-format`; HAProxy's HTTP log format when unset.
@@ -96,6 +100,7 @@ impl Default for Settings {
             timeouts: Timeouts::default(),
             hard_stop_after: DEFAULT_HARD_STOP_AFTER.to_string(),
             max_old_workers: DEFAULT_MAX_OLD_WORKERS,
+            spare_backends: DEFAULT_SPARE_BACKENDS,
             log_target: "stdout format raw local0".to_string(),
             log_format: None,
             default_certificate: None,
@@ -119,6 +124,8 @@ impl Default for Settings {
 
 /// How long an old worker may drain unless `hardStopAfter` says otherwise.
 pub const DEFAULT_HARD_STOP_AFTER: &str = "15m";
+/// How many spares each backend shape keeps unless `spareBackends` says otherwise.
+pub const DEFAULT_SPARE_BACKENDS: u32 = 16;
 /// How many old workers may drain at a time unless `maxOldWorkers` says otherwise.
 pub const DEFAULT_MAX_OLD_WORKERS: u32 = 3;
 /// The most old workers `maxOldWorkers` accepts: each holds a whole
@@ -354,6 +361,16 @@ impl RenderConfig {
                 format!(
                     "{} is more than {MAX_OLD_WORKERS_LIMIT}: each old worker holds a whole configuration in memory",
                     s.max_old_workers
+                ),
+            ));
+        }
+        if s.spare_backends > crate::MAX_SPARES {
+            return Err(invalid(
+                "spareBackends",
+                format!(
+                    "{} is more than {}: each spare is a backend HAProxy keeps in memory",
+                    s.spare_backends,
+                    crate::MAX_SPARES
                 ),
             ));
         }

@@ -36,6 +36,7 @@ mod gateway;
 mod gateway_frontends;
 mod ingress;
 mod library;
+mod pools;
 mod render;
 mod report;
 mod route_key;
@@ -59,11 +60,12 @@ pub use gateway::{
 /// The contract types a render produces, re-exported so render's users
 /// need not name `hawser_plan` for them.
 pub use hawser_plan::{
-    BackendMode, BackendPlan, CertificatePlan, CrtListEntry, CrtListPlan, FileKind, FileSet,
-    MapEntry, MapPlan, MatchKind, Plan, RenderedFile, ServerPlan, ServerState, builtin_lua_digests,
-    culprit_at,
+    BackendMode, BackendPlan, BackendRole, BackendShape, CertificatePlan, CrtListEntry,
+    CrtListPlan, FileKind, FileSet, MapEntry, MapPlan, MatchKind, Plan, RenderedFile, ServerPlan,
+    ServerState, builtin_lua_digests, culprit_at,
 };
 pub use library::{ENTRY_TEMPLATE, EXTENSION_POINTS, LIBRARY};
+pub use pools::{LentTo, MAX_SPARES, SPARE_SOURCE, SpareStatus};
 pub use render::{
     CONFIG_PATH, NOT_FOUND_BACKEND, ROUTE_KEY_END, ROUTES_MAP_PATH, RenderError, Rendered, Renderer,
 };

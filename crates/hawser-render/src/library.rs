@@ -6,6 +6,7 @@
 //! | base     | `base/request_checks.cfg` | requests every HTTP frontend refuses |
 //! | ingress  | `ingress/routing.cfg` | host/path routing through maps           |
 //! | backends | `backends/backends.cfg` | one backend per Service port          |
+//! | backends | `backends/spares.cfg` | routes to a Service served from a spare  |
 //! | ssl      | `ssl/bind.cfg`        | the HTTPS listener on the crt-list       |
 //! | gateway  | `gateway/routing.cfg` | Gateway API rules in a frontend          |
 //! | gateway  | `gateway/frontends.cfg` | frontends for other listener ports     |
@@ -52,6 +53,10 @@ pub const LIBRARY: &[(&str, &str)] = &[
     (
         "backends/backends.cfg",
         include_str!("../../../libraries/backends/backends.cfg.j2"),
+    ),
+    (
+        "backends/spares.cfg",
+        include_str!("../../../libraries/backends/spares.cfg.j2"),
     ),
     (
         "ssl/bind.cfg",

@@ -16,8 +16,10 @@ use crate::ingress::{self, RouteTable, Target, TlsUse};
 use crate::library::ENTRY_TEMPLATE;
 use crate::report::{Diagnostic, Diagnostics};
 use crate::tls::{self, CertificatePem};
-use crate::{backends, engine};
-use hawser_plan::{BackendMode, BackendPlan, FileKind, FileSet, MapEntry, MapPlan, Plan};
+use crate::{backends, engine, pools};
+use hawser_plan::{
+    BackendMode, BackendPlan, FileKind, FileSet, MapEntry, MapPlan, Plan, SPARES_MAP_PATH,
+};
 pub use hawser_plan::{CONFIG_PATH, ROUTES_MAP_PATH};
 
 pub use crate::route_key::ROUTE_KEY_END;
@@ -85,8 +87,15 @@ pub struct Renderer {
 
 #[derive(Serialize)]
 struct TemplateContext<'a> {
-    settings: &'a Settings,
     plan: &'a Plan,
+    /// Everything else, the same whichever backends the plan declares.
+    #[serde(flatten)]
+    rest: &'a ContextRest<'a>,
+}
+
+#[derive(Serialize)]
+struct ContextRest<'a> {
+    settings: &'a Settings,
     routing: Routing<'a>,
     /// What Ingresses ask of their routes (the `ingress` library's feature lines).
     ingress_features: &'a FeatureView,
@@ -112,6 +121,8 @@ struct Routing<'a> {
     /// Canary Ingresses' maps and the header and cookie names they go by.
     canary: crate::ingress::CanaryView,
     key_end: char,
+    /// A Service's backend name → the spare serving it (see `backends/spares.cfg`).
+    spares_map: &'static str,
     default_backend: &'a str,
     not_found_backend: &'static str,
 }
@@ -150,7 +161,21 @@ impl Renderer {
         &self.config
     }
 
+    /// Renders `store` from scratch: every Service has its own backend,
+    /// every pool of spares is full (see [`Renderer::render_after`]).
     pub fn render(&self, store: &Store) -> Result<Rendered, RenderError> {
+        self.render_after(store, None)
+    }
+
+    /// Renders `store` as the version after `previous` (the plan of the
+    /// last render handed on): when only Services and servers changed, it
+    /// declares the same backends, a new Service served from a spare, so the
+    /// change needs no reload (see the `pools` module).
+    pub fn render_after(
+        &self,
+        store: &Store,
+        previous: Option<&Plan>,
+    ) -> Result<Rendered, RenderError> {
         let settings = &self.config.settings;
         let mut diags = Diagnostics::default();
         let mut files = FileSet::default();
@@ -222,6 +247,7 @@ impl Renderer {
         let (feature_maps, feature_view) = features::feature_maps(&routes.features, settings);
         maps.extend(feature_maps);
         maps.extend(gateway_view.map_plan.take());
+        maps.push(pools::spares_map(&[]));
         maps.sort_by(|a, b| a.path.cmp(&b.path));
         for map in &maps {
             files.insert(map.path.clone(), FileKind::Map, map.to_file());
@@ -244,7 +270,7 @@ impl Renderer {
         );
         let mut plan = Plan {
             structure_digest: String::new(),
-            backends,
+            backends: Vec::new(),
             maps,
             certificates,
             crt_lists: vec![crt_list],
@@ -253,9 +279,8 @@ impl Renderer {
             .default_backend
             .as_ref()
             .map_or(NOT_FOUND_BACKEND.to_string(), |b| b.name());
-        let context = TemplateContext {
+        let rest = ContextRest {
             settings,
-            plan: &plan,
             routing: Routing {
                 map: ROUTES_MAP_PATH,
                 regex_map: REGEX_ROUTES_MAP_PATH,
@@ -263,6 +288,7 @@ impl Renderer {
                 rewrites: &routes.rewrites,
                 canary: canary_view,
                 key_end: ROUTE_KEY_END,
+                spares_map: SPARES_MAP_PATH,
                 default_backend: &default_backend,
                 not_found_backend: NOT_FOUND_BACKEND,
             },
@@ -279,14 +305,54 @@ impl Renderer {
                 .collect(),
         };
         let template = self.env.get_template(ENTRY_TEMPLATE)?;
-        let config = template.render(minijinja::value::Serde(&context))?;
-        let structure = structure_plan(&plan);
-        let skeleton = template.render(minijinja::value::Serde(&TemplateContext {
-            plan: &structure,
-            resources: context.resources.clone(),
-            ..context
-        }))?;
-        plan.structure_digest = hex::encode(Sha256::digest(skeleton.as_bytes()));
+        let write = |plan: &mut Plan, backends: Vec<BackendPlan>| {
+            plan.backends = backends;
+            let spares = pools::spares_map(&plan.backends);
+            if let Some(map) = plan.maps.iter_mut().find(|m| m.path == SPARES_MAP_PATH) {
+                *map = spares;
+            }
+            let config = template.render(minijinja::value::Serde(&TemplateContext {
+                plan,
+                rest: &rest,
+            }))?;
+            let skeleton = template.render(minijinja::value::Serde(&TemplateContext {
+                plan: &structure_plan(plan),
+                rest: &rest,
+            }))?;
+            plan.structure_digest = hex::encode(Sha256::digest(skeleton.as_bytes()));
+            Ok::<_, RenderError>(config)
+        };
+        let spares = settings.spare_backends;
+        let mut config = None;
+        if let Some(previous) = previous.filter(|_| spares > 0)
+            && let Some(kept) = pools::lend(&backends, previous)
+        {
+            let text = write(&mut plan, kept)?;
+            let same = plan.structure_digest == previous.structure_digest;
+            if same && !pools::config_misnames(&text, &plan.backends) {
+                config = Some(text);
+            }
+        }
+        let config = match config {
+            Some(config) => config,
+            None => {
+                let text = write(&mut plan, pools::fresh(backends, previous, spares))?;
+                // A template that does not route through the spares map
+                // cannot be served from spares.
+                if spares > 0 && !text.contains(SPARES_MAP_PATH) {
+                    let own = std::mem::take(&mut plan.backends);
+                    write(
+                        &mut plan,
+                        own.into_iter().filter(|b| !b.role.is_spare()).collect(),
+                    )?
+                } else {
+                    text
+                }
+            }
+        };
+        if let Some(map) = plan.maps.iter().find(|m| m.path == SPARES_MAP_PATH) {
+            files.insert(SPARES_MAP_PATH, FileKind::Map, map.to_file());
+        }
         files.insert(CONFIG_PATH, FileKind::Config, config);
         Ok(Rendered {
             files,
@@ -405,18 +471,11 @@ fn add_listener_certificates(uses: &mut BTreeMap<ObjectKey, TlsUse>, table: &Gat
     }
 }
 
-/// The plan with every server left out: what the structure digest renders.
-/// Everything else stays, so a template that writes anything else into
-/// haproxy.cfg changes the digest when it changes.
+/// The plan with every server left out, and every spare as if free: what
+/// the structure digest renders. Everything else stays, so a template that
+/// writes anything else into haproxy.cfg changes the digest when it changes.
 fn structure_plan(plan: &Plan) -> Plan {
-    let backends = plan
-        .backends
-        .iter()
-        .map(|b| BackendPlan {
-            servers: Vec::new(),
-            ..b.clone()
-        })
-        .collect();
+    let backends = plan.backends.iter().map(pools::structure_of).collect();
     Plan {
         backends,
         ..plan.clone()

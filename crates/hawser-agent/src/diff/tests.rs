@@ -1,6 +1,6 @@
 //! Table-driven: each kind of change → the runtime operations or a reload.
 
-use hawser_plan::{BackendMode, CrtListPlan, MapEntry, MapPlan, MatchKind};
+use hawser_plan::{BackendMode, BackendRole, CrtListPlan, MapEntry, MapPlan, MatchKind};
 
 use super::*;
 
@@ -45,6 +45,7 @@ fn base() -> Version {
             servers: vec![server("a", "10.0.0.1", 80), server("b", "10.0.0.2", 80)],
             mode: BackendMode::Http,
             cookie: None,
+            role: Default::default(),
         }],
         maps: vec![MapPlan {
             path: "maps/exact.map".to_string(),
@@ -328,4 +329,68 @@ fn reload_changes() {
         let decision = decide(running.view(), desired.view());
         assert!(is_reload(&decision), "{name}: {decision:?}");
     }
+}
+
+/// `base` with the backend as a spare lent to `to` (or free), serving `servers`.
+fn spare(role: BackendRole, servers: Vec<ServerPlan>) -> Version {
+    let mut v = base();
+    let backend = &mut v.plan.backends[0];
+    backend.name = "hawser_spare_1".into();
+    backend.role = role;
+    backend.servers = servers;
+    v
+}
+
+fn lent(to: &str) -> BackendRole {
+    BackendRole::Lent {
+        name: to.into(),
+        source: format!("Service app/{to} port 80"),
+    }
+}
+
+#[test]
+fn a_spare_lent_to_a_new_service_is_filled_at_runtime() {
+    let free = spare(BackendRole::Spare, vec![]);
+    let mut taken = spare(lent("be_app_new_80"), vec![server("c", "10.0.0.3", 80)]);
+    taken.files.insert(
+        "maps/exact.map",
+        FileKind::Map,
+        "a.test/ be_app_web_80\nn.test/ be_app_new_80\n",
+    );
+    assert_eq!(
+        decide(free.view(), taken.view()),
+        runtime(vec![
+            RuntimeOp::AddServer {
+                backend: "hawser_spare_1".into(),
+                server: server("c", "10.0.0.3", 80),
+            },
+            RuntimeOp::ReplaceMap {
+                path: "maps/exact.map".into(),
+            },
+        ])
+    );
+    // And emptied when the Service goes, after the map stops routing there.
+    let released = spare(BackendRole::Released, vec![]);
+    assert_eq!(
+        decide(taken.view(), released.view()),
+        runtime(vec![
+            RuntimeOp::ReplaceMap {
+                path: "maps/exact.map".into(),
+            },
+            RuntimeOp::RemoveServer {
+                backend: "hawser_spare_1".into(),
+                server: "c".into(),
+            },
+        ])
+    );
+}
+
+#[test]
+fn a_spare_changing_hands_in_one_step_takes_a_reload() {
+    let old = spare(lent("be_app_old_80"), vec![server("a", "10.0.0.1", 80)]);
+    let new = spare(lent("be_app_new_80"), vec![server("c", "10.0.0.3", 80)]);
+    let Decision::Reload(reasons) = decide(old.view(), new.view()) else {
+        panic!("expected a reload");
+    };
+    assert!(reasons[0].contains("hawser_spare_1 goes from be_app_old_80 to be_app_new_80"));
 }

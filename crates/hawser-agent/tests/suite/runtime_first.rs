@@ -156,6 +156,7 @@ fn backend(servers: Vec<ServerPlan>) -> BackendPlan {
         servers,
         mode: BackendMode::Http,
         cookie: None,
+        role: Default::default(),
     }
 }
 

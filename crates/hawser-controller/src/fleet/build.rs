@@ -24,6 +24,9 @@ pub struct Built {
     pub plan_digest: String,
     pub plan_format: u32,
     pub blobs: HashMap<String, Vec<u8>>,
+    /// The plan itself: the next render for the same settings follows it,
+    /// keeping its backends (see `Renderer::render_after`).
+    pub plan: hawser_plan::Plan,
 }
 
 impl Built {
@@ -155,11 +158,14 @@ impl Renders {
         snapshot: &Snapshot,
         settings: &SettingsKey,
     ) -> Result<Arc<Built>, BuildError> {
-        if let Some(built) = self
+        let previous = self
             .built
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(settings)
+            .cloned();
+        if let Some(built) = previous
+            .as_ref()
             .filter(|b| b.generation == snapshot.generation)
         {
             return Ok(Arc::clone(built));
@@ -171,7 +177,7 @@ impl Renders {
             Some(rendered) if *rendered.config == **renderer.config() => rendered,
             _ => {
                 fresh = renderer
-                    .render(&snapshot.store)
+                    .render_after(&snapshot.store, previous.as_ref().map(|b| &b.plan))
                     .map_err(BuildError::Render)?;
                 &fresh
             }
@@ -199,6 +205,7 @@ impl Renders {
             plan_digest,
             plan_format: PLAN_FORMAT,
             blobs,
+            plan: rendered.plan.clone(),
         });
         self.built
             .lock()

@@ -91,6 +91,7 @@ async fn the_object_haproxy_refuses_is_left_out_and_the_rest_served() {
     let checked = render_checked(
         &renderer(),
         &store(),
+        None,
         &[],
         &refusing("balance source"),
         always,
@@ -124,6 +125,7 @@ async fn a_quarantined_object_costs_no_check_while_it_is_unchanged() {
     let first = render_checked(
         &renderer(),
         &store,
+        None,
         &[],
         &refusing("balance source"),
         always,
@@ -136,9 +138,16 @@ async fn a_quarantined_object_costs_no_check_while_it_is_unchanged() {
         counted.fetch_add(1, Ordering::Relaxed);
         Box::pin(std::future::ready(Ok(())))
     });
-    let again = render_checked(&renderer(), &store, &first.quarantined, &counting, always)
-        .await
-        .unwrap();
+    let again = render_checked(
+        &renderer(),
+        &store,
+        None,
+        &first.quarantined,
+        &counting,
+        always,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         checks.load(Ordering::Relaxed),
         1,
@@ -156,6 +165,7 @@ async fn a_quarantined_object_costs_no_check_while_it_is_unchanged() {
     let retried = render_checked(
         &renderer(),
         &changed,
+        None,
         &first.quarantined,
         &passing(),
         always,
@@ -171,6 +181,7 @@ async fn snippets_and_hawsers_own_lines_are_never_quarantined_away() {
     let refused = render_checked(
         &renderer(),
         &store(),
+        None,
         &[],
         &refusing("frontend ingress"),
         always,
@@ -197,6 +208,7 @@ async fn leaving_objects_out_is_bounded() {
     let refused = render_checked(
         &renderer(),
         &store,
+        None,
         &[],
         &refusing("balance source"),
         always,
@@ -209,6 +221,7 @@ async fn leaving_objects_out_is_bounded() {
     let refused = render_checked(
         &renderer(),
         &store,
+        None,
         &[],
         &refusing("timeout connect"),
         always,
@@ -248,9 +261,16 @@ spec:
 async fn a_quarantined_route_is_not_accepted_by_its_parents() {
     let store = crate::test_store::store_of(&format!("{MANIFESTS}\n---\n{ROUTES}"));
     let route = ObjectRef::new(Kind::HttpRoute, ObjectKey::new("team", "odd"));
-    let checked = render_checked(&renderer(), &store, &[], &refusing("refuse-me"), always)
-        .await
-        .unwrap();
+    let checked = render_checked(
+        &renderer(),
+        &store,
+        None,
+        &[],
+        &refusing("refuse-me"),
+        always,
+    )
+    .await
+    .unwrap();
     assert_eq!(checked.quarantined[0].object_ref(), route);
     let status = checked
         .rendered
@@ -274,16 +294,24 @@ async fn a_lenient_judge_passes_what_it_could_not_check_and_nothing_it_refused()
         ))))
     });
     let store = store();
-    let strict = render_checked(&renderer(), &store, &[], &cannot_run, always).await;
+    let strict = render_checked(&renderer(), &store, None, &[], &cannot_run, always).await;
     assert!(
         matches!(strict, Err(QuarantineError::Refused(_))),
         "{strict:?}"
     );
-    let lenient = render_checked(&renderer(), &store, &[], &cannot_run.lenient(), always).await;
+    let lenient = render_checked(
+        &renderer(),
+        &store,
+        None,
+        &[],
+        &cannot_run.lenient(),
+        always,
+    )
+    .await;
     assert!(lenient.is_ok_and(|c| c.quarantined.is_empty()));
 
     let refusing = refusing("frontend ingress").lenient();
-    let refused = render_checked(&renderer(), &store, &[], &refusing, always).await;
+    let refused = render_checked(&renderer(), &store, None, &[], &refusing, always).await;
     assert!(
         matches!(refused, Err(QuarantineError::Refused(_))),
         "{refused:?}"

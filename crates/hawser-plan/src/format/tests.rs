@@ -24,6 +24,7 @@ fn plan() -> Plan {
             }],
             mode: BackendMode::Tcp,
             cookie: None,
+            role: Default::default(),
         }],
         maps: vec![MapPlan::longest_first(
             crate::ROUTES_MAP_PATH,

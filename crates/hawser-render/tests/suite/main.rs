@@ -18,5 +18,6 @@ mod extra_resources;
 mod mirror;
 mod settings_paths;
 mod snapshots;
+mod spares;
 mod structure;
 mod unserved_listeners;

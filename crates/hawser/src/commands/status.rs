@@ -128,7 +128,7 @@ async fn checked_render(inputs: &input::Inputs) -> anyhow::Result<Rendered> {
         return Ok(inputs.renderer.render(store)?);
     };
     let judge = Judge::gate(haproxy, inputs.policy.clone());
-    match render_checked(&inputs.renderer, store, &[], &judge, |_| false).await {
+    match render_checked(&inputs.renderer, store, None, &[], &judge, |_| false).await {
         Ok(checked) => Ok(checked.rendered),
         Err(QuarantineError::Render(e)) => Err(e.into()),
         Err(refused) => {

@@ -26,6 +26,7 @@ pub async fn run(args: &InputArgs) -> anyhow::Result<ExitCode> {
     let checked = render_checked(
         &inputs.renderer,
         &inputs.manifests.store,
+        None,
         &[],
         &judge,
         |_| false,

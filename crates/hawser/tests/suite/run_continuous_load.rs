@@ -14,7 +14,7 @@ use crate::support;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{Backends, Load, LoadTarget, Manifests, Run, pod};
+use support::{Backends, Load, LoadTarget, Manifests, Run, RunOptions, pod};
 
 const CLIENTS: usize = 20;
 /// At least 50, a whole number of rounds of [`Change::round`].
@@ -220,7 +220,13 @@ async fn no_request_fails_while_changes_reload_and_apply_at_runtime() {
         ingress("flip", FLIP_HOST, "blue"),
     )
     .expect("write flip.yaml");
-    let run = Run::start(manifests.path()).await;
+    // No spare backends: a new Service takes a reload, which this test
+    // runs under load (run_spare_backends.rs covers new Services on spares).
+    let options = RunOptions {
+        config_tail: "  spareBackends: 0\n".to_string(),
+        ..RunOptions::default()
+    };
+    let run = Run::start_with(manifests.path(), options).await;
     let first = run.wait_converged().await;
     run.expect_routed_to(FLIP_HOST, "/", "blue").await;
 

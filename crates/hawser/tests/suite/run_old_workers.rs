@@ -26,7 +26,8 @@ use tokio::net::TcpStream;
 
 const NAMESPACE: &str = "bounds";
 
-/// Serves the fixture with `settings` (YAML lines under `settings:`).
+/// Serves the fixture with `settings` (YAML lines under `settings:`), and
+/// no spare backends: every new Service takes a reload (see [`reload`]).
 async fn serve(settings: &str) -> (Run, SocketAddr, Manifests, Backends) {
     let tcp = Run::spare_address();
     let backends = Backends::start(&[pod(NAMESPACE, "tunnel", "tunnel-0")]);
@@ -36,7 +37,7 @@ async fn serve(settings: &str) -> (Run, SocketAddr, Manifests, Backends) {
     let run = Run::start_with(
         manifests.path(),
         RunOptions {
-            config_tail: settings.to_string(),
+            config_tail: format!("{settings}  spareBackends: 0\n"),
             ..RunOptions::default()
         },
     )

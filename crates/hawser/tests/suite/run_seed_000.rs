@@ -123,7 +123,8 @@ async fn certificate_losing_its_last_user_while_a_bind_names_it_never_fails_a_re
     let run = Run::start_with(
         manifests.path(),
         RunOptions {
-            config_tail: direct_crt_snippet(listener),
+            // No spare backends: the new Service below takes a reload.
+            config_tail: format!("  spareBackends: 0\n{}", direct_crt_snippet(listener)),
             ..RunOptions::default()
         },
     )
