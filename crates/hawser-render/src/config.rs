@@ -38,9 +38,10 @@ pub struct Settings {
     /// `mworker-max-reloads`: how many reloads an old worker outlives before
     /// it is terminated, so at most this many old workers drain at a time.
     pub max_old_workers: u32,
-    /// How many spare backends each backend shape keeps declared, so a new
-    /// Service is served without a reload (a pool that runs dry grows at the
-    /// reload it then takes); 0 turns the pools off.
+    /// How many spare backends are kept declared for Services without
+    /// backend settings (an eighth of that for each other shape in use), so
+    /// a new Service is served without a reload (a pool that runs dry grows
+    /// at the reload it then takes); 0 turns the pools off.
     pub spare_backends: u32,
     /// Where HAProxy logs, as the `log` directive's arguments.
     pub log_target: String,
@@ -125,7 +126,7 @@ impl Default for Settings {
 /// How long an old worker may drain unless `hardStopAfter` says otherwise.
 pub const DEFAULT_HARD_STOP_AFTER: &str = "15m";
 /// How many spares each backend shape keeps unless `spareBackends` says otherwise.
-pub const DEFAULT_SPARE_BACKENDS: u32 = 16;
+pub const DEFAULT_SPARE_BACKENDS: u32 = 32;
 /// How many old workers may drain at a time unless `maxOldWorkers` says otherwise.
 pub const DEFAULT_MAX_OLD_WORKERS: u32 = 3;
 /// The most old workers `maxOldWorkers` accepts: each holds a whole

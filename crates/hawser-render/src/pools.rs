@@ -80,9 +80,10 @@ pub fn lend(wanted: &[BackendPlan], previous: &Plan) -> Option<Vec<BackendPlan>>
     Some(backends)
 }
 
-/// Every backend its own, plus a full pool of `spares` (or twice what the
-/// last pool of the shape lent, when more) for every HTTP shape in use and
-/// the plain one. No pools when `spares` is 0.
+/// Every backend its own, plus a full pool for every HTTP shape in use and
+/// the plain one: `spares` for the plain shape, an eighth of that (one at
+/// least) for the others, which fewer Services share; twice what the last
+/// pool of the shape lent when that is more. No pools when `spares` is 0.
 pub fn fresh(wanted: Vec<BackendPlan>, previous: Option<&Plan>, spares: u32) -> Vec<BackendPlan> {
     let mut backends = wanted;
     if spares == 0 {
@@ -100,9 +101,15 @@ pub fn fresh(wanted: Vec<BackendPlan>, previous: Option<&Plan>, spares: u32) -> 
         .map(BackendPlan::shape)
         .chain([plain_shape()])
         .collect();
+    let plain = plain_shape();
     for shape in shapes {
         let lent = lent_before.get(&shape).copied().unwrap_or(0);
-        let count = spares.max(lent.saturating_mul(2)).min(MAX_SPARES);
+        let least = if shape == plain {
+            spares
+        } else {
+            (spares / 8).max(1)
+        };
+        let count = least.max(lent.saturating_mul(2)).min(MAX_SPARES);
         let tag = shape_tag(&shape);
         for n in 1..=count {
             backends.push(spare(format!("{SPARE_PREFIX}{tag}_{n:04}"), &shape));

@@ -11,8 +11,8 @@
 //!  change written (renamed into place) ── poll a fresh connection ──► first correct answer
 //!
 //!  HAProxy alone (the limit), under the same load: `add map` / `add server`
-//!  on its runtime API, a reload through its master CLI, each until the first
-//!  correct answer. Its configuration is small (one map, one backend): the
+//!  on its runtime API (into a spare backend for a new Service), a reload
+//!  through its master CLI, each until the first correct answer. Its configuration is small (one map, one backend): the
 //!  limit is HAProxy's cost of the operation, not of hawser's configuration.
 //! ```
 //!
@@ -182,7 +182,7 @@ async fn measure(options: &Options, binary: Option<PathBuf>) -> String {
 
     let mut rows = Vec::new();
     // HAProxy alone gets the same load, so both are measured under it.
-    let limits = HaproxyAlone::start(&backends).await;
+    let limits = HaproxyAlone::start(&backends, options.changes).await;
     let alone_load = Load::start(
         limits.http,
         options.clients,
@@ -253,14 +253,16 @@ async fn measure(options: &Options, binary: Option<PathBuf>) -> String {
         times.push(until(&run, &host, &name, began).await);
         tokio::time::sleep(BETWEEN).await;
     }
-    let limit = limits.reload(options.changes).await;
+    let limit = limits.lend_spare(options.changes).await;
     rows.push(Row::new(
         "a new Service and its Ingress",
         times,
         reloads_since(&run, reloads_before).await,
         limit,
-        "reload + first answer",
+        "`add server` to a spare + `add map` + first answer",
     ));
+    let mut reload = limits.reload(options.changes).await;
+    reload.sort();
 
     let report = load.stop().await;
     let alone_report = alone_load.stop().await;
@@ -289,7 +291,13 @@ async fn measure(options: &Options, binary: Option<PathBuf>) -> String {
         let samples: Vec<String> = row.samples.iter().map(|ms| format!("{ms:.0}")).collect();
         writeln!(out, "{} (ms, sorted): {}", row.what, samples.join(" ")).unwrap();
     }
-    writeln!(out, "\nload on hawser: {report}").unwrap();
+    writeln!(
+        out,
+        "\nHAProxy alone, a reload + first answer (for reference): median {:.1} ms",
+        millis(percentile(&reload, 50))
+    )
+    .unwrap();
+    writeln!(out, "load on hawser: {report}").unwrap();
     for failure in &report.first_failures {
         writeln!(out, "  {failure}").unwrap();
     }
@@ -631,7 +639,8 @@ struct HaproxyAlone {
 }
 
 impl HaproxyAlone {
-    async fn start(backends: &Backends) -> HaproxyAlone {
+    /// Serves with `spares` empty backends declared ahead (`sp<n>`).
+    async fn start(backends: &Backends, spares: usize) -> HaproxyAlone {
         let dir = tempfile::tempdir().expect("haproxy dir");
         let http = Run::spare_address();
         let pods: Vec<(String, SocketAddr)> = backends
@@ -642,7 +651,7 @@ impl HaproxyAlone {
             .collect();
         std::fs::create_dir_all(dir.path().join("maps")).unwrap();
         std::fs::write(dir.path().join("maps/routes.map"), "h0.example.com be0\n").unwrap();
-        write_alone_config(dir.path(), http, pods[0].1);
+        write_alone_config(dir.path(), http, pods[0].1, spares);
         let mut command = std::process::Command::new(support::haproxy_binary());
         command
             .current_dir(dir.path())
@@ -709,6 +718,32 @@ impl HaproxyAlone {
         durations
     }
 
+    /// What a new Service served from a spare takes: `add server` (and
+    /// `enable server`) into an empty backend declared ahead, `add map` of
+    /// a new host to it, until the host is answered.
+    async fn lend_spare(&self, times: usize) -> Vec<Duration> {
+        let mut durations = Vec::new();
+        for index in 0..times {
+            let (name, addr) = &self.pods[index % self.pods.len()];
+            let (backend, host) = (format!("sp{index}"), format!("lent{index}.example.com"));
+            let began = Instant::now();
+            self.runtime
+                .add_server(&backend, "s", addr.ip(), addr.port(), &[])
+                .await
+                .expect("add server");
+            self.runtime
+                .enable_server(&backend, "s")
+                .await
+                .expect("enable server");
+            self.runtime
+                .add_map("maps/routes.map", &host, &backend)
+                .await
+                .expect("add map");
+            durations.push(poll(self.http, &host, began, |r| &r.pod == name).await);
+        }
+        durations
+    }
+
     /// A new host written to the map file, then a reload through the master
     /// CLI, until the new worker answers it.
     async fn reload(&self, times: usize) -> Vec<Duration> {
@@ -727,13 +762,16 @@ impl HaproxyAlone {
     }
 }
 
-fn write_alone_config(dir: &Path, http: SocketAddr, pod: SocketAddr) {
-    let config = format!(
+fn write_alone_config(dir: &Path, http: SocketAddr, pod: SocketAddr, spares: usize) {
+    let mut config = format!(
         "global\n  stats socket {admin} mode 600 level admin expose-fd listeners\n\
          defaults\n  mode http\n  timeout connect 5s\n  timeout client 30s\n  timeout server 30s\n\
          frontend web\n  bind {http}\n  use_backend %[req.hdr(host),lower,map(maps/routes.map)]\n\
          backend be0\n  server s {pod}\n",
         admin = dir.join("admin.sock").display()
     );
+    for index in 0..spares {
+        writeln!(config, "backend sp{index}\n  balance roundrobin").unwrap();
+    }
     std::fs::write(dir.join("haproxy.cfg"), config).unwrap();
 }

@@ -29,6 +29,11 @@ struct KindLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabel {
+    state: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabel {
     reason: String,
 }
@@ -51,6 +56,7 @@ pub struct Metrics {
     render_seconds: Histogram,
     rejected_objects: Gauge,
     quarantined_objects: Gauge,
+    spare_backends: Family<StateLabel, Gauge>,
     agents: Gauge,
     agents_converged: Gauge,
     pushes: Counter,
@@ -89,6 +95,7 @@ impl Metrics {
             render_seconds,
             rejected_objects: Gauge::default(),
             quarantined_objects: Gauge::default(),
+            spare_backends: Family::default(),
             agents: Gauge::default(),
             agents_converged: Gauge::default(),
             pushes: Counter::default(),
@@ -159,6 +166,11 @@ impl Metrics {
             "quarantined_objects",
             "Objects left out of the last render because HAProxy refuses what they produce",
             m.quarantined_objects.clone(),
+        );
+        registry.register(
+            "spare_backends",
+            "Spare backends of the last render, free or lent to a new Service (a pool running dry makes the next new Service take a reload)",
+            m.spare_backends.clone(),
         );
         registry.register(
             "agents",
@@ -310,6 +322,12 @@ impl Metrics {
             .set(i64::try_from(rejected).unwrap_or(i64::MAX));
         self.quarantined_objects
             .set(i64::try_from(now.quarantined.len()).unwrap_or(i64::MAX));
+        let spares = &now.spare_backends;
+        for (state, count) in [("free", spares.free), ("lent", spares.lent.len())] {
+            self.spare_backends
+                .get_or_create(&StateLabel { state })
+                .set(i64::try_from(count).unwrap_or(i64::MAX));
+        }
     }
 
     /// The text exposition format.

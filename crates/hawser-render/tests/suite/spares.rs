@@ -102,7 +102,7 @@ fn a_new_service_is_served_from_a_spare_with_the_structure_unchanged() {
     let first = support::renderer(config.clone())
         .render(&apps(&["web"]))
         .unwrap();
-    assert_eq!(SpareStatus::of(&first.plan).free, 16, "the default pool");
+    assert_eq!(SpareStatus::of(&first.plan).free, 32, "the default pool");
     let second = after(&config, &apps(&["web", "new"]), &first);
 
     assert_eq!(second.plan.structure_digest, first.plan.structure_digest);
@@ -130,7 +130,7 @@ fn a_new_service_is_served_from_a_spare_with_the_structure_unchanged() {
         second.files.text("maps/spare_backends.map").unwrap().trim(),
         format!("be_shop_new_80 {spare}")
     );
-    assert_eq!(SpareStatus::of(&second.plan).free, 15);
+    assert_eq!(SpareStatus::of(&second.plan).free, 31);
 
     // The same store rendered after itself changes nothing.
     let third = after(&config, &apps(&["web", "new"]), &second);
@@ -204,8 +204,8 @@ fn a_change_that_reloads_anyway_refills_the_pools() {
     let status = SpareStatus::of(&third.plan);
     assert_eq!(
         (status.free, status.lent.len()),
-        (32, 0),
-        "a pool per shape"
+        (32 + 4, 0),
+        "a pool per shape in use"
     );
 }
 

@@ -109,6 +109,8 @@ async fn new_services_are_served_from_spares_and_a_dry_pool_refills_at_one_reloa
     }
     assert_eq!(run.worker_pids().await, workers, "no new worker");
     assert_eq!(run.status().await["reloads"], reloads, "no reload");
+    run.expect_metric("hawser_spare_backends{state=\"lent\"}", 2.0)
+        .await;
 
     // The pool (two spares) ran dry: the fourth takes a reload, after which
     // every Service has its own backend and the pool holds twice as many.
