@@ -534,9 +534,6 @@ impl Core {
         newer: &mut watch::Receiver<Option<Arc<Desired>>>,
         phases: &mut Phases,
     ) -> Result<Option<(ApplyKind, String)>, ApplyError> {
-        let began = Instant::now();
-        let version = self.stage_desired(desired).map_err(ApplyError::Stage)?;
-        phases.stage = began.elapsed();
         let running = VersionView {
             plan: &self.running.plan,
             files: &self.running.files,
@@ -545,8 +542,9 @@ impl Core {
             plan: &desired.plan,
             files: &desired.files,
         };
-        let reasons = match decide(running, target) {
+        let (version, reasons) = match decide(running, target) {
             Decision::NoOp => {
+                let version = self.stage_timed(desired, phases)?;
                 self.check_version(version, desired, phases).await?;
                 self.publish_good(version, desired)?;
                 return Ok(Some((
@@ -554,16 +552,14 @@ impl Core {
                     "nothing HAProxy serves changed".to_string(),
                 )));
             }
-            Decision::Runtime(ops) => match self
-                .apply_at_runtime(version, desired, &ops, phases)
-                .await?
-            {
+            Decision::Runtime(ops) => match self.apply_at_runtime(desired, &ops, phases).await? {
                 AtRuntime::Applied(summary) => return Ok(Some((ApplyKind::Runtime, summary))),
-                AtRuntime::ReloadInstead(reason) => vec![reason],
+                AtRuntime::ReloadInstead { version, reason } => (version, vec![reason]),
             },
             Decision::Reload(reasons) => {
+                let version = self.stage_timed(desired, phases)?;
                 self.check_version(version, desired, phases).await?;
-                reasons
+                (version, reasons)
             }
         };
         if !self.wait_for_reload_slot(newer).await {

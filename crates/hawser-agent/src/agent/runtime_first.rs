@@ -1,12 +1,14 @@
-//! Runtime first, with the full check off the critical path.
+//! Runtime first, with staging and the full check off the critical path.
 //!
 //! ```text
-//!  staged version ──typed checks──► runtime commands ──► traffic sees the change
-//!   (policy on haproxy.cfg,          │ failed: full check, then reload
-//!    add-server keywords)            ▼
-//!                        full check (`haproxy -c`) of the staged tree
-//!                          ok ──► `current` and `lkg` move to it
-//!                          refused ──► runtime change undone, `current` never moved, rejected
+//!  desired version ──typed checks──► runtime commands ──► traffic sees the change
+//!   (policy on haproxy.cfg,          │ failed: stage, full check, then reload
+//!    add-server keywords,            ▼
+//!    in memory)            stage the tree (write, fsync)
+//!                            failed ──► runtime change undone, rejected
+//!                          full check (`haproxy -c`) of the staged tree
+//!                            ok ──► `current` and `lkg` move to it
+//!                            refused ──► runtime change undone, `current` never moved, rejected
 //! ```
 //!
 //! Why HAProxy still never loads a tree that was not checked
@@ -14,12 +16,13 @@
 //! only, never what a reload or a restart loads. What they change is checked
 //! by hawser before it is sent: server addresses are IP addresses and ports,
 //! keywords single words that the config policy allows on a server line,
-//! map entries and certificates are what the staged (policy-checked) tree
-//! holds. `current` names the new tree only after `haproxy -c` passed on it,
-//! so a reload or restart in between loads the old, checked tree (and the
-//! agent applies the new version again).
+//! map entries and certificates are what the desired version (whose
+//! configuration passed the policy) holds. `current` names the new tree
+//! only once it is on disk and `haproxy -c` passed on it, so a reload or
+//! restart in between loads the old, checked tree (and the agent applies
+//! the new version again).
 
-use hawser_haproxy::{StagedTreeError, TreeDir};
+use hawser_haproxy::{StagedTreeError, TreeFiles};
 use hawser_plan::CONFIG_PATH;
 use tokio::time::Instant;
 use tracing::warn;
@@ -31,11 +34,14 @@ use crate::tree::VersionName;
 
 /// How a runtime apply ended, when nothing was refused.
 pub(super) enum AtRuntime {
-    /// Applied, checked and published: what the operations did.
+    /// Applied, staged, checked and published: what the operations did.
     Applied(String),
-    /// An operation failed; the version, checked, must be loaded by a
-    /// reload, for this reason.
-    ReloadInstead(String),
+    /// An operation failed; the staged and checked `version` must be loaded
+    /// by a reload, for this reason.
+    ReloadInstead {
+        version: VersionName,
+        reason: String,
+    },
 }
 
 impl Core {
@@ -63,26 +69,32 @@ impl Core {
         result.map(drop).map_err(ApplyError::from)
     }
 
-    /// Applies `ops` to the running HAProxy, then checks the version fully
-    /// and moves `current` and `lkg` to it.
+    /// Applies `ops` to the running HAProxy, then stages the version,
+    /// checks it fully and moves `current` and `lkg` to it.
     pub(super) async fn apply_at_runtime(
         &mut self,
-        version: VersionName,
         desired: &Desired,
         ops: &[RuntimeOp],
         phases: &mut Phases,
     ) -> Result<AtRuntime, ApplyError> {
-        self.check_runtime_ops(version, ops)?;
+        self.check_runtime_ops(desired, ops)?;
         let changing = Instant::now();
         let executed =
             runtime_ops::execute(&self.runtime, ops, &desired.files, &desired.plan).await;
         phases.change = changing.elapsed();
+        let version = match self.stage_timed(desired, phases) {
+            Ok(version) => version,
+            Err(unstaged) => {
+                warn!("the version of a runtime change cannot be staged ({unstaged}); undoing it");
+                self.undo(desired).await;
+                return Err(unstaged);
+            }
+        };
         if let Err(e) = executed {
             warn!("runtime change failed ({e}); reloading instead");
             self.check_version(version, desired, phases).await?;
-            return Ok(AtRuntime::ReloadInstead(format!(
-                "runtime change failed: {e}"
-            )));
+            let reason = format!("runtime change failed: {e}");
+            return Ok(AtRuntime::ReloadInstead { version, reason });
         }
         self.status
             .send_modify(|s| s.runtime_ops += ops.len() as u64);
@@ -96,15 +108,17 @@ impl Core {
         Ok(AtRuntime::Applied(summary))
     }
 
-    /// hawser's own checks of what runtime commands will change, made
-    /// before any is sent: the staged configuration passes the config
-    /// policy, and every server added carries only keywords it allows.
-    fn check_runtime_ops(&self, version: VersionName, ops: &[RuntimeOp]) -> Result<(), ApplyError> {
+    /// hawser's own checks of what runtime commands will change, made in
+    /// memory before any is sent: the desired configuration passes the
+    /// config policy, and every server added carries only keywords it
+    /// allows.
+    fn check_runtime_ops(&self, desired: &Desired, ops: &[RuntimeOp]) -> Result<(), ApplyError> {
         let policy = self.config.paths.config_policy();
-        let tree = self.tree.version_path(version);
+        let files = |relative: &str| desired.files.get(relative).map(|f| f.content.clone());
         let refused = |e| ApplyError::Check(StagedTreeError::Refused(e));
+        let config = desired.files.get(CONFIG_PATH).map(|f| f.content.as_slice());
         policy
-            .check_tree(&tree, CONFIG_PATH.as_ref())
+            .check_config(config.unwrap_or_default(), &files as &dyn TreeFiles)
             .map_err(refused)?;
         for op in ops {
             if let RuntimeOp::AddServer { backend, server } = op {
@@ -116,7 +130,7 @@ impl Core {
                     server.keywords.join(" ")
                 );
                 policy
-                    .check_config(line.as_bytes(), &TreeDir(&tree))
+                    .check_config(line.as_bytes(), &files as &dyn TreeFiles)
                     .map_err(refused)?;
             }
         }

@@ -5,12 +5,25 @@
 //! pointer names at once, so the space comes back without a restart. The
 //! serving version (`current`, `lkg`, `loaded`) is never touched.
 
+use tokio::time::Instant;
 use tracing::{info, warn};
 
-use super::{Core, Desired};
+use super::{Core, Desired, Phases, apply_error::ApplyError};
 use crate::tree::{TreeError, VersionName};
 
 impl Core {
+    /// Stages `desired`, adding the time it took to `phases`.
+    pub(super) fn stage_timed(
+        &self,
+        desired: &Desired,
+        phases: &mut Phases,
+    ) -> Result<VersionName, ApplyError> {
+        let began = Instant::now();
+        let staged = self.stage_desired(desired).map_err(ApplyError::Stage);
+        phases.stage += began.elapsed();
+        staged
+    }
+
     /// Stages `desired`; a failure is counted (and a full disk answered)
     /// before it is returned.
     pub(super) fn stage_desired(&self, desired: &Desired) -> Result<VersionName, TreeError> {
