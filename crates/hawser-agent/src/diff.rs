@@ -5,7 +5,7 @@
 //! | change                                        | applied by            |
 //! |-----------------------------------------------|-----------------------|
 //! | server added, removed, readdressed, reweighted, put in or out of maintenance | runtime API |
-//! | map content                                   | runtime API (atomic replace) |
+//! | map content                                   | runtime API (a few entries of a `str` or `beg` map by entry, else an atomic replace) |
 //! | certificate content                           | runtime API (SSL transaction) |
 //! | certificate added to / removed from the crt-list | runtime API        |
 //! | anything else in haproxy.cfg (its structure digest), the default certificate's place, a DNS-named server, a map or file appearing or going, anything not understood | reload |
@@ -16,7 +16,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hawser_plan::{BackendPlan, CrtListEntry, FileKind, FileSet, Plan, ServerPlan, ServerState};
+use hawser_plan::{
+    BackendPlan, CrtListEntry, FileKind, FileSet, MapPlan, MatchKind, Plan, ServerPlan, ServerState,
+};
 
 /// One version as the diff sees it.
 #[derive(Debug, Clone, Copy)]
@@ -73,6 +75,12 @@ pub enum RuntimeOp {
     ReplaceMap {
         path: String,
     },
+    /// `add map`, `set map` and `del map` of the entries that changed, in
+    /// that order (see [`edit_by_entry`]).
+    EditMap {
+        path: String,
+        edits: Vec<MapEdit>,
+    },
     /// maint → `wait srv-removable` → `del server`.
     RemoveServer {
         backend: String,
@@ -85,7 +93,18 @@ pub enum RuntimeOp {
     },
 }
 
+/// One entry of a map changed at runtime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MapEdit {
+    Add { key: String, value: String },
+    Set { key: String, value: String },
+    Del { key: String },
+}
+
 const MAX_REASONS: usize = 8;
+/// At most this many changed entries are edited one by one; a larger change
+/// replaces the map whole, one atomic swap instead of many commands.
+pub const MAX_MAP_EDITS: usize = 32;
 
 /// Decides how to move HAProxy from `running` to `desired`.
 pub fn decide(running: VersionView<'_>, desired: VersionView<'_>) -> Decision {
@@ -113,7 +132,11 @@ pub fn decide(running: VersionView<'_>, desired: VersionView<'_>) -> Decision {
         .into_values()
         .chain(cert_updates)
         .chain(server_adds_and_changes)
-        .chain(map_replaces)
+        .chain(
+            map_replaces
+                .into_iter()
+                .map(|op| edit_by_entry(op, running.plan, desired.plan)),
+        )
         .chain(server_removes)
         .chain(cert_removes.into_values())
         .collect();
@@ -122,6 +145,55 @@ pub fn decide(running: VersionView<'_>, desired: VersionView<'_>) -> Decision {
     } else {
         Decision::Runtime(ordered)
     }
+}
+
+/// A map replacement as the few entries that changed, when HAProxy
+/// indexes the map as a tree (`str` and `beg` maps: the order of entries
+/// does not matter, `beg` takes the longest prefix however the entries
+/// came), keys are unique on both sides and at most [`MAX_MAP_EDITS`]
+/// entries changed. Otherwise the replacement as it is.
+fn edit_by_entry(op: RuntimeOp, running: &Plan, desired: &Plan) -> RuntimeOp {
+    let RuntimeOp::ReplaceMap { path } = &op else {
+        return op;
+    };
+    let (Some(old), Some(new)) = (find_map(running, path), find_map(desired, path)) else {
+        return op;
+    };
+    let tree = matches!(new.match_kind, MatchKind::Str | MatchKind::Beg);
+    if old.match_kind != new.match_kind || !tree {
+        return op;
+    }
+    let unique = |map: &MapPlan| -> Option<BTreeMap<String, String>> {
+        let entries: BTreeMap<String, String> = map
+            .entries
+            .iter()
+            .map(|e| (e.key.clone(), e.value.clone()))
+            .collect();
+        (entries.len() == map.entries.len()).then_some(entries)
+    };
+    let (Some(mut old), Some(new)) = (unique(old), unique(new)) else {
+        return op;
+    };
+    let mut edits = Vec::new();
+    for (key, value) in new {
+        match old.remove(&key) {
+            None => edits.push(MapEdit::Add { key, value }),
+            Some(was) if was != value => edits.push(MapEdit::Set { key, value }),
+            Some(_) => {}
+        }
+    }
+    edits.extend(old.into_keys().map(|key| MapEdit::Del { key }));
+    if edits.is_empty() || edits.len() > MAX_MAP_EDITS {
+        return op;
+    }
+    RuntimeOp::EditMap {
+        path: path.clone(),
+        edits,
+    }
+}
+
+fn find_map<'a>(plan: &'a Plan, path: &str) -> Option<&'a MapPlan> {
+    plan.maps.iter().find(|m| m.path == path)
 }
 
 type CertOps = BTreeMap<String, RuntimeOp>;

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use hawser_haproxy::{RuntimeApi, ServerState as LiveServer, SocketError};
-use hawser_plan::{FileSet, Plan, ServerState};
+use hawser_plan::{FileSet, MatchKind, Plan, ServerState};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use sha1::{Digest, Sha1};
@@ -23,13 +23,19 @@ pub async fn repairs(
     let live = api.show_servers_state(None).await?;
     let mut ops = server_repairs(plan, &live);
     for map in &plan.maps {
-        let entries = api.show_map(&map.path).await?;
-        let same = entries.len() == map.entries.len()
-            && entries
-                .iter()
-                .zip(&map.entries)
-                .all(|((k, v), e)| k == &e.key && v == &e.value);
-        if !same {
+        let mut live = api.show_map(&map.path).await?;
+        let mut want: Vec<(String, String)> = map
+            .entries
+            .iter()
+            .map(|e| (e.key.clone(), e.value.clone()))
+            .collect();
+        // A tree-indexed map edited by entry lists its entries in the order
+        // they came; only a list-indexed one (`reg`) depends on the order.
+        if matches!(map.match_kind, MatchKind::Str | MatchKind::Beg) {
+            live.sort();
+            want.sort();
+        }
+        if live != want {
             ops.push(RuntimeOp::ReplaceMap {
                 path: map.path.clone(),
             });

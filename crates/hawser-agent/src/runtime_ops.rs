@@ -11,7 +11,7 @@ use std::time::Duration;
 use hawser_haproxy::{AdminState, RuntimeApi, SocketError, WaitOutcome};
 use hawser_plan::{FileSet, Plan, ServerPlan, ServerState};
 
-use crate::diff::RuntimeOp;
+use crate::diff::{MapEdit, RuntimeOp};
 
 /// How long a removed server may keep its connections before they are cut.
 const DRAIN_BUDGET: Duration = Duration::from_secs(5);
@@ -70,6 +70,15 @@ pub fn describe(op: &RuntimeOp) -> String {
             format!("set server {backend}/{server} state {state:?}")
         }
         RuntimeOp::ReplaceMap { path } => format!("replace map {path}"),
+        RuntimeOp::EditMap { path, edits } => {
+            let count = |want: fn(&MapEdit) -> bool| edits.iter().filter(|e| want(e)).count();
+            format!(
+                "edit map {path} (+{} ~{} -{})",
+                count(|e| matches!(e, MapEdit::Add { .. })),
+                count(|e| matches!(e, MapEdit::Set { .. })),
+                count(|e| matches!(e, MapEdit::Del { .. })),
+            )
+        }
         RuntimeOp::RemoveServer { backend, server } => format!("remove server {backend}/{server}"),
         RuntimeOp::RemoveCertificate { path, .. } => format!("remove certificate {path}"),
     }
@@ -151,6 +160,17 @@ async fn run(
                 .await
                 .map(|_| ())
                 .map_err(socket)
+        }
+        RuntimeOp::EditMap { path, edits } => {
+            for edit in edits {
+                match edit {
+                    MapEdit::Add { key, value } => api.add_map(path, key, value).await,
+                    MapEdit::Set { key, value } => api.set_map(path, key, value).await,
+                    MapEdit::Del { key } => api.del_map(path, key).await,
+                }
+                .map_err(socket)?;
+            }
+            Ok(())
         }
         RuntimeOp::RemoveServer { backend, server } => {
             remove_server(api, backend, server).await.map_err(socket)

@@ -394,3 +394,77 @@ fn a_spare_changing_hands_in_one_step_takes_a_reload() {
     };
     assert!(reasons[0].contains("hawser_spare_1 goes from be_app_old_80 to be_app_new_80"));
 }
+
+/// `base` with its (`str`) map holding these entries, in the plan and the file.
+fn with_map(kind: MatchKind, entries: &[(&str, &str)]) -> Version {
+    let mut v = base();
+    let map = &mut v.plan.maps[0];
+    map.match_kind = kind;
+    map.entries = entries
+        .iter()
+        .map(|(key, value)| MapEntry {
+            key: key.to_string(),
+            value: value.to_string(),
+        })
+        .collect();
+    let file = map.to_file();
+    v.files.insert("maps/exact.map", FileKind::Map, file);
+    v
+}
+
+#[test]
+fn a_few_entries_of_a_tree_map_change_one_by_one() {
+    let old = with_map(
+        MatchKind::Beg,
+        &[("a/", "be_a"), ("b/", "be_b"), ("c/", "be_c")],
+    );
+    let new = with_map(
+        MatchKind::Beg,
+        &[("a/", "be_a"), ("b/", "be_x"), ("d/", "be_d")],
+    );
+    let edit = |edits| {
+        runtime(vec![RuntimeOp::EditMap {
+            path: "maps/exact.map".into(),
+            edits,
+        }])
+    };
+    assert_eq!(
+        decide(old.view(), new.view()),
+        edit(vec![
+            MapEdit::Set {
+                key: "b/".into(),
+                value: "be_x".into()
+            },
+            MapEdit::Add {
+                key: "d/".into(),
+                value: "be_d".into()
+            },
+            MapEdit::Del { key: "c/".into() },
+        ])
+    );
+}
+
+#[test]
+fn a_list_map_a_repeated_key_or_a_large_change_replaces_the_map_whole() {
+    let replace = runtime(vec![RuntimeOp::ReplaceMap {
+        path: "maps/exact.map".into(),
+    }]);
+    // `reg` maps are tried in file order: an entry added last would be tried last.
+    let old = with_map(MatchKind::Reg, &[("^a", "be_a")]);
+    let new = with_map(MatchKind::Reg, &[("^ab", "be_b"), ("^a", "be_a")]);
+    assert_eq!(decide(old.view(), new.view()), replace);
+
+    let old = with_map(MatchKind::Str, &[("a", "be_a")]);
+    let new = with_map(
+        MatchKind::Str,
+        &[("a", "be_a"), ("b", "be_b"), ("b", "be_c")],
+    );
+    assert_eq!(decide(old.view(), new.view()), replace);
+
+    let many: Vec<(String, String)> = (0..=MAX_MAP_EDITS)
+        .map(|i| (format!("k{i}"), "be_a".to_string()))
+        .collect();
+    let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let new = with_map(MatchKind::Str, &many);
+    assert_eq!(decide(old.view(), new.view()), replace);
+}

@@ -251,3 +251,39 @@ async fn drift_is_repaired_after_every_reload() {
     run.expect_pods_reached(HOST, "/exact", &["web-a", "web-b"])
         .await;
 }
+
+/// A route added at runtime goes into the map as one entry, after the
+/// others (`add map`): HAProxy lists it last, not where the map file has
+/// it (its key is the longest, so the file has it first). The drift check
+/// must not take that for drift.
+#[tokio::test]
+async fn a_route_added_by_entry_is_not_drift() {
+    let (_backends, _manifests, run) = start(EVERY_SECOND).await;
+    let repairs = drift_repairs(&run).await;
+    let before = run.desired_generation().await;
+    run.write_manifest(
+        "more.yaml",
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: { name: more, namespace: drift }\n\
+         spec:\n  ingressClassName: hawser\n  rules:\n    - host: a-host-longer-than-every-other-route.example.com\n      http:\n        paths:\n\
+         \x20         - path: /\n            pathType: Prefix\n            backend: { service: { name: web, port: { name: http } } }\n",
+    );
+    let status = run.expect_outcome_after(before, "runtime").await;
+    let summary = status["agent"]["last_outcome"]["summary"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(summary.contains("edit map maps/routes.map (+"), "{summary}");
+    run.expect_routed_to(
+        "a-host-longer-than-every-other-route.example.com",
+        "/",
+        "web",
+    )
+    .await;
+    // Three drift checks later, nothing was repaired.
+    tokio::time::sleep(std::time::Duration::from_millis(3_500)).await;
+    assert_eq!(
+        drift_repairs(&run).await,
+        repairs,
+        "{:#}",
+        run.status().await
+    );
+}

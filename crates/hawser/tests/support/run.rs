@@ -324,15 +324,20 @@ impl Run {
     }
 
     /// Waits until every map of the applied version is live in HAProxy
-    /// exactly: the same entries, in the same order, none more.
+    /// exactly: the same entries, none more (in any order).
     pub async fn expect_live_maps_applied(&self) {
         let deadline = Instant::now() + TIMEOUT;
         loop {
             let applied = self.applied_maps();
             let mut differs = None;
             for (map, entries) in &applied {
-                let live = self.runtime().show_map(map).await.expect("show map");
-                if &live != entries {
+                let mut live = self.runtime().show_map(map).await.expect("show map");
+                // Compared as sets: an entry added at runtime (`add map`)
+                // is listed last, where the file may have it anywhere.
+                let mut entries = entries.clone();
+                live.sort();
+                entries.sort();
+                if live != entries {
                     differs = Some(format!("{map}: live {live:?}, applied {entries:?}"));
                     break;
                 }
