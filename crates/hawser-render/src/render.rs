@@ -87,10 +87,34 @@ pub struct Renderer {
 
 #[derive(Serialize)]
 struct TemplateContext<'a> {
-    plan: &'a Plan,
+    plan: PlanView<'a>,
     /// Everything else, the same whichever backends the plan declares.
     #[serde(flatten)]
     rest: &'a ContextRest<'a>,
+}
+
+/// A [`Plan`] as templates see it, serialized as the plan is, borrowed:
+/// the structure digest's render shares everything but the backends. The
+/// digest itself is not known yet while haproxy.cfg is written.
+#[derive(Serialize)]
+struct PlanView<'a> {
+    structure_digest: &'static str,
+    backends: &'a [BackendPlan],
+    maps: &'a [MapPlan],
+    certificates: &'a [hawser_plan::CertificatePlan],
+    crt_lists: &'a [hawser_plan::CrtListPlan],
+}
+
+impl<'a> PlanView<'a> {
+    fn of(plan: &'a Plan, backends: &'a [BackendPlan]) -> Self {
+        PlanView {
+            structure_digest: "",
+            backends,
+            maps: &plan.maps,
+            certificates: &plan.certificates,
+            crt_lists: &plan.crt_lists,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -312,11 +336,17 @@ impl Renderer {
                 *map = spares;
             }
             let config = template.render(minijinja::value::Serde(&TemplateContext {
-                plan,
+                plan: PlanView::of(plan, &plan.backends),
                 rest: &rest,
             }))?;
+            // Every server left out, and every spare as if free: what the
+            // structure digest renders. Everything else stays, so a template
+            // that writes anything else into haproxy.cfg changes the digest
+            // when it changes.
+            let structure: Vec<BackendPlan> =
+                plan.backends.iter().map(pools::structure_of).collect();
             let skeleton = template.render(minijinja::value::Serde(&TemplateContext {
-                plan: &structure_plan(plan),
+                plan: PlanView::of(plan, &structure),
                 rest: &rest,
             }))?;
             plan.structure_digest = hex::encode(Sha256::digest(skeleton.as_bytes()));
@@ -468,17 +498,6 @@ fn add_listener_certificates(uses: &mut BTreeMap<ObjectKey, TlsUse>, table: &Gat
                 usage.referrers.insert(gateway.clone());
             }
         }
-    }
-}
-
-/// The plan with every server left out, and every spare as if free: what
-/// the structure digest renders. Everything else stays, so a template that
-/// writes anything else into haproxy.cfg changes the digest when it changes.
-fn structure_plan(plan: &Plan) -> Plan {
-    let backends = plan.backends.iter().map(pools::structure_of).collect();
-    Plan {
-        backends,
-        ..plan.clone()
     }
 }
 
