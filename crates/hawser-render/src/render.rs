@@ -328,58 +328,12 @@ impl Renderer {
                 .map(|(kind, objects)| (kind, objects.collect()))
                 .collect(),
         };
-        let template = self.env.get_template(ENTRY_TEMPLATE)?;
-        let write = |plan: &mut Plan, backends: Vec<BackendPlan>| {
-            plan.backends = backends;
-            let spares = pools::spares_map(&plan.backends);
-            if let Some(map) = plan.maps.iter_mut().find(|m| m.path == SPARES_MAP_PATH) {
-                *map = spares;
-            }
-            let config = template.render(minijinja::value::Serde(&TemplateContext {
-                plan: PlanView::of(plan, &plan.backends),
-                rest: &rest,
-            }))?;
-            // Every server left out, and every spare as if free: what the
-            // structure digest renders. Everything else stays, so a template
-            // that writes anything else into haproxy.cfg changes the digest
-            // when it changes.
-            let structure: Vec<BackendPlan> =
-                plan.backends.iter().map(pools::structure_of).collect();
-            let skeleton = template.render(minijinja::value::Serde(&TemplateContext {
-                plan: PlanView::of(plan, &structure),
-                rest: &rest,
-            }))?;
-            plan.structure_digest = hex::encode(Sha256::digest(skeleton.as_bytes()));
-            Ok::<_, RenderError>(config)
+        let writer = ConfigWriter {
+            template: self.env.get_template(ENTRY_TEMPLATE)?,
+            rest,
         };
-        let spares = settings.spare_backends;
-        let mut config = None;
-        if let Some(previous) = previous.filter(|_| spares > 0)
-            && let Some(kept) = pools::lend(&backends, previous)
-        {
-            let text = write(&mut plan, kept)?;
-            let same = plan.structure_digest == previous.structure_digest;
-            if same && !pools::config_misnames(&text, &plan.backends) {
-                config = Some(text);
-            }
-        }
-        let config = match config {
-            Some(config) => config,
-            None => {
-                let text = write(&mut plan, pools::fresh(backends, previous, spares))?;
-                // A template that does not route through the spares map
-                // cannot be served from spares.
-                if spares > 0 && !text.contains(SPARES_MAP_PATH) {
-                    let own = std::mem::take(&mut plan.backends);
-                    write(
-                        &mut plan,
-                        own.into_iter().filter(|b| !b.role.is_spare()).collect(),
-                    )?
-                } else {
-                    text
-                }
-            }
-        };
+        let config =
+            writer.write_following(&mut plan, backends, previous, settings.spare_backends)?;
         if let Some(map) = plan.maps.iter().find(|m| m.path == SPARES_MAP_PATH) {
             files.insert(SPARES_MAP_PATH, FileKind::Map, map.to_file());
         }
@@ -431,6 +385,78 @@ impl Renderer {
                 generated()
             }
         }
+    }
+}
+
+/// Writes haproxy.cfg from the library templates, and the plan's structure
+/// digest with it.
+struct ConfigWriter<'a> {
+    template: minijinja::Template<'a, 'a>,
+    rest: ContextRest<'a>,
+}
+
+impl ConfigWriter<'_> {
+    /// haproxy.cfg declaring `wanted` (the render's own backends) as the
+    /// version after `previous`: the same backends as `previous`, new ones
+    /// on spares, when that keeps the structure and haproxy.cfg names no
+    /// backend it does not declare; every backend its own and full pools
+    /// otherwise (see the `pools` module).
+    fn write_following(
+        &self,
+        plan: &mut Plan,
+        wanted: Vec<BackendPlan>,
+        previous: Option<&Plan>,
+        spares: u32,
+    ) -> Result<String, RenderError> {
+        if let Some(previous) = previous.filter(|_| spares > 0)
+            && let Some(kept) = pools::lend(&wanted, previous)
+        {
+            let config = self.write(plan, kept)?;
+            let same = plan.structure_digest == previous.structure_digest;
+            if same && !pools::config_misnames(&config, &plan.backends) {
+                return Ok(config);
+            }
+        }
+        let config = self.write(plan, pools::fresh(wanted, previous, spares))?;
+        // A template that does not route through the spares map cannot be
+        // served from spares.
+        if spares > 0 && !config.contains(SPARES_MAP_PATH) {
+            let own = std::mem::take(&mut plan.backends);
+            return self.write(
+                plan,
+                own.into_iter().filter(|b| !b.role.is_spare()).collect(),
+            );
+        }
+        Ok(config)
+    }
+
+    /// Declares `backends` in `plan` (and the spares map that goes with
+    /// them), writes haproxy.cfg and sets the structure digest.
+    fn write(&self, plan: &mut Plan, backends: Vec<BackendPlan>) -> Result<String, RenderError> {
+        plan.backends = backends;
+        let spares = pools::spares_map(&plan.backends);
+        if let Some(map) = plan.maps.iter_mut().find(|m| m.path == SPARES_MAP_PATH) {
+            *map = spares;
+        }
+        let config = self
+            .template
+            .render(minijinja::value::Serde(&TemplateContext {
+                plan: PlanView::of(plan, &plan.backends),
+                rest: &self.rest,
+            }))?;
+        // Every server left out, and every spare as if free: what the
+        // structure digest renders. Everything else stays, so a template
+        // that writes anything else into haproxy.cfg changes the digest
+        // when it changes.
+        let structure: Vec<BackendPlan> = plan.backends.iter().map(pools::structure_of).collect();
+        let skeleton = self
+            .template
+            .render(minijinja::value::Serde(&TemplateContext {
+                plan: PlanView::of(plan, &structure),
+                rest: &self.rest,
+            }))?;
+        plan.structure_digest = hex::encode(Sha256::digest(skeleton.as_bytes()));
+        Ok(config)
     }
 }
 
