@@ -5,11 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use minijinja::Environment;
-use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::config::{ConfigError, RenderConfig, Settings};
-use crate::features::{self, FeatureView};
+use crate::features;
 use crate::gateway::{self, GatewayStatus, GatewayTable};
 use crate::gateway_frontends::{self, GatewayView};
 use crate::ingress::{self, RouteTable, Target, TlsUse};
@@ -23,6 +21,10 @@ use hawser_plan::{
 pub use hawser_plan::{CONFIG_PATH, ROUTES_MAP_PATH};
 
 pub use crate::route_key::ROUTE_KEY_END;
+use writer::{ConfigWriter, ContextRest, Routing, Tls};
+
+mod writer;
+
 /// Answers 404 when no route and no default backend matches.
 pub const NOT_FOUND_BACKEND: &str = "hawser_not_found";
 
@@ -83,77 +85,6 @@ pub struct Renderer {
     default_certificate: CertificatePem,
     /// Where the default certificate came from, for the plan.
     default_source: &'static str,
-}
-
-#[derive(Serialize)]
-struct TemplateContext<'a> {
-    plan: PlanView<'a>,
-    /// Everything else, the same whichever backends the plan declares.
-    #[serde(flatten)]
-    rest: &'a ContextRest<'a>,
-}
-
-/// A [`Plan`] as templates see it, serialized as the plan is, borrowed:
-/// the structure digest's render shares everything but the backends. The
-/// digest itself is not known yet while haproxy.cfg is written.
-#[derive(Serialize)]
-struct PlanView<'a> {
-    structure_digest: &'static str,
-    backends: &'a [BackendPlan],
-    maps: &'a [MapPlan],
-    certificates: &'a [hawser_plan::CertificatePlan],
-    crt_lists: &'a [hawser_plan::CrtListPlan],
-}
-
-impl<'a> PlanView<'a> {
-    fn of(plan: &'a Plan, backends: &'a [BackendPlan]) -> Self {
-        PlanView {
-            structure_digest: "",
-            backends,
-            maps: &plan.maps,
-            certificates: &plan.certificates,
-            crt_lists: &plan.crt_lists,
-        }
-    }
-}
-
-#[derive(Serialize)]
-struct ContextRest<'a> {
-    settings: &'a Settings,
-    routing: Routing<'a>,
-    /// What Ingresses ask of their routes (the `ingress` library's feature lines).
-    ingress_features: &'a FeatureView,
-    /// Gateway API rules and frontends (the `gateway` library).
-    gateway: &'a GatewayView,
-    /// The TCP services of `settings.tcpServices` (`ingress/tcp_services.cfg`).
-    tcp_services: &'a [crate::tcp_services::TcpServiceView],
-    tls: Tls,
-    /// The kinds the configuration adds (`watch.extraResources`): each
-    /// kind's objects as their JSON, in namespace/name order.
-    resources: BTreeMap<&'a str, Vec<&'a serde_json::Value>>,
-}
-
-#[derive(Serialize)]
-struct Routing<'a> {
-    map: &'static str,
-    /// The regex routes' map (`map_reg`), looked up first.
-    regex_map: &'static str,
-    /// Hosts redirected to their www. name or away from it.
-    www_redirect_map: &'static str,
-    /// `replace-path` lines, one per route of an Ingress that rewrites.
-    rewrites: &'a [crate::ingress::Rewrite],
-    /// Canary Ingresses' maps and the header and cookie names they go by.
-    canary: crate::ingress::CanaryView,
-    key_end: char,
-    /// A Service's backend name → the spare serving it (see `backends/spares.cfg`).
-    spares_map: &'static str,
-    default_backend: &'a str,
-    not_found_backend: &'static str,
-}
-
-#[derive(Serialize)]
-struct Tls {
-    crt_list: &'static str,
 }
 
 impl Renderer {
@@ -385,78 +316,6 @@ impl Renderer {
                 generated()
             }
         }
-    }
-}
-
-/// Writes haproxy.cfg from the library templates, and the plan's structure
-/// digest with it.
-struct ConfigWriter<'a> {
-    template: minijinja::Template<'a, 'a>,
-    rest: ContextRest<'a>,
-}
-
-impl ConfigWriter<'_> {
-    /// haproxy.cfg declaring `wanted` (the render's own backends) as the
-    /// version after `previous`: the same backends as `previous`, new ones
-    /// on spares, when that keeps the structure and haproxy.cfg names no
-    /// backend it does not declare; every backend its own and full pools
-    /// otherwise (see the `pools` module).
-    fn write_following(
-        &self,
-        plan: &mut Plan,
-        wanted: Vec<BackendPlan>,
-        previous: Option<&Plan>,
-        spares: u32,
-    ) -> Result<String, RenderError> {
-        if let Some(previous) = previous.filter(|_| spares > 0)
-            && let Some(kept) = pools::lend(&wanted, previous)
-        {
-            let config = self.write(plan, kept)?;
-            let same = plan.structure_digest == previous.structure_digest;
-            if same && !pools::config_misnames(&config, &plan.backends) {
-                return Ok(config);
-            }
-        }
-        let config = self.write(plan, pools::fresh(wanted, previous, spares))?;
-        // A template that does not route through the spares map cannot be
-        // served from spares.
-        if spares > 0 && !config.contains(SPARES_MAP_PATH) {
-            let own = std::mem::take(&mut plan.backends);
-            return self.write(
-                plan,
-                own.into_iter().filter(|b| !b.role.is_spare()).collect(),
-            );
-        }
-        Ok(config)
-    }
-
-    /// Declares `backends` in `plan` (and the spares map that goes with
-    /// them), writes haproxy.cfg and sets the structure digest.
-    fn write(&self, plan: &mut Plan, backends: Vec<BackendPlan>) -> Result<String, RenderError> {
-        plan.backends = backends;
-        let spares = pools::spares_map(&plan.backends);
-        if let Some(map) = plan.maps.iter_mut().find(|m| m.path == SPARES_MAP_PATH) {
-            *map = spares;
-        }
-        let config = self
-            .template
-            .render(minijinja::value::Serde(&TemplateContext {
-                plan: PlanView::of(plan, &plan.backends),
-                rest: &self.rest,
-            }))?;
-        // Every server left out, and every spare as if free: what the
-        // structure digest renders. Everything else stays, so a template
-        // that writes anything else into haproxy.cfg changes the digest
-        // when it changes.
-        let structure: Vec<BackendPlan> = plan.backends.iter().map(pools::structure_of).collect();
-        let skeleton = self
-            .template
-            .render(minijinja::value::Serde(&TemplateContext {
-                plan: PlanView::of(plan, &structure),
-                rest: &self.rest,
-            }))?;
-        plan.structure_digest = hex::encode(Sha256::digest(skeleton.as_bytes()));
-        Ok(config)
     }
 }
 

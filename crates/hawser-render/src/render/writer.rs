@@ -1,0 +1,163 @@
+//! What the library templates see (`docs/templates.md`, "Template
+//! context"), and the writer that renders haproxy.cfg and its structure
+//! digest from it.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use hawser_plan::{BackendPlan, MapPlan, Plan, SPARES_MAP_PATH};
+
+use super::RenderError;
+use crate::config::Settings;
+use crate::features::FeatureView;
+use crate::gateway_frontends::GatewayView;
+use crate::pools;
+
+/// The whole context of one render of the entry template.
+#[derive(Serialize)]
+struct TemplateContext<'a> {
+    plan: PlanView<'a>,
+    /// Everything else, the same whichever backends the plan declares.
+    #[serde(flatten)]
+    rest: &'a ContextRest<'a>,
+}
+
+/// A [`Plan`] as templates see it, serialized as the plan is, borrowed:
+/// the structure digest's render shares everything but the backends. The
+/// digest itself is not known yet while haproxy.cfg is written.
+#[derive(Serialize)]
+struct PlanView<'a> {
+    structure_digest: &'static str,
+    backends: &'a [BackendPlan],
+    maps: &'a [MapPlan],
+    certificates: &'a [hawser_plan::CertificatePlan],
+    crt_lists: &'a [hawser_plan::CrtListPlan],
+}
+
+impl<'a> PlanView<'a> {
+    fn of(plan: &'a Plan, backends: &'a [BackendPlan]) -> Self {
+        PlanView {
+            structure_digest: "",
+            backends,
+            maps: &plan.maps,
+            certificates: &plan.certificates,
+            crt_lists: &plan.crt_lists,
+        }
+    }
+}
+
+/// Everything templates see but the plan.
+#[derive(Serialize)]
+pub(super) struct ContextRest<'a> {
+    pub(super) settings: &'a Settings,
+    pub(super) routing: Routing<'a>,
+    /// What Ingresses ask of their routes (the `ingress` library's feature lines).
+    pub(super) ingress_features: &'a FeatureView,
+    /// Gateway API rules and frontends (the `gateway` library).
+    pub(super) gateway: &'a GatewayView,
+    /// The TCP services of `settings.tcpServices` (`ingress/tcp_services.cfg`).
+    pub(super) tcp_services: &'a [crate::tcp_services::TcpServiceView],
+    pub(super) tls: Tls,
+    /// The kinds the configuration adds (`watch.extraResources`): each
+    /// kind's objects as their JSON, in namespace/name order.
+    pub(super) resources: BTreeMap<&'a str, Vec<&'a serde_json::Value>>,
+}
+
+/// The maps and backends routing goes by.
+#[derive(Serialize)]
+pub(super) struct Routing<'a> {
+    pub(super) map: &'static str,
+    /// The regex routes' map (`map_reg`), looked up first.
+    pub(super) regex_map: &'static str,
+    /// Hosts redirected to their www. name or away from it.
+    pub(super) www_redirect_map: &'static str,
+    /// `replace-path` lines, one per route of an Ingress that rewrites.
+    pub(super) rewrites: &'a [crate::ingress::Rewrite],
+    /// Canary Ingresses' maps and the header and cookie names they go by.
+    pub(super) canary: crate::ingress::CanaryView,
+    pub(super) key_end: char,
+    /// A Service's backend name → the spare serving it (see `backends/spares.cfg`).
+    pub(super) spares_map: &'static str,
+    pub(super) default_backend: &'a str,
+    pub(super) not_found_backend: &'static str,
+}
+
+/// Where TLS binds read their certificates.
+#[derive(Serialize)]
+pub(super) struct Tls {
+    pub(super) crt_list: &'static str,
+}
+
+/// Writes haproxy.cfg from the library templates, and the plan's structure
+/// digest with it.
+pub(super) struct ConfigWriter<'a> {
+    pub(super) template: minijinja::Template<'a, 'a>,
+    pub(super) rest: ContextRest<'a>,
+}
+
+impl ConfigWriter<'_> {
+    /// haproxy.cfg declaring `wanted` (the render's own backends) as the
+    /// version after `previous`: the same backends as `previous`, new ones
+    /// on spares, when that keeps the structure and haproxy.cfg names no
+    /// backend it does not declare; every backend its own and full pools
+    /// otherwise (see the `pools` module).
+    pub(super) fn write_following(
+        &self,
+        plan: &mut Plan,
+        wanted: Vec<BackendPlan>,
+        previous: Option<&Plan>,
+        spares: u32,
+    ) -> Result<String, RenderError> {
+        if let Some(previous) = previous.filter(|_| spares > 0)
+            && let Some(kept) = pools::lend(&wanted, previous)
+        {
+            let config = self.write(plan, kept)?;
+            let same = plan.structure_digest == previous.structure_digest;
+            if same && !pools::config_misnames(&config, &plan.backends) {
+                return Ok(config);
+            }
+        }
+        let config = self.write(plan, pools::fresh(wanted, previous, spares))?;
+        // A template that does not route through the spares map cannot be
+        // served from spares.
+        if spares > 0 && !config.contains(SPARES_MAP_PATH) {
+            let own = std::mem::take(&mut plan.backends);
+            return self.write(
+                plan,
+                own.into_iter().filter(|b| !b.role.is_spare()).collect(),
+            );
+        }
+        Ok(config)
+    }
+
+    /// Declares `backends` in `plan` (and the spares map that goes with
+    /// them), writes haproxy.cfg and sets the structure digest.
+    fn write(&self, plan: &mut Plan, backends: Vec<BackendPlan>) -> Result<String, RenderError> {
+        plan.backends = backends;
+        let spares = pools::spares_map(&plan.backends);
+        if let Some(map) = plan.maps.iter_mut().find(|m| m.path == SPARES_MAP_PATH) {
+            *map = spares;
+        }
+        let config = self
+            .template
+            .render(minijinja::value::Serde(&TemplateContext {
+                plan: PlanView::of(plan, &plan.backends),
+                rest: &self.rest,
+            }))?;
+        // Every server left out, and every spare as if free: what the
+        // structure digest renders. Everything else stays, so a template
+        // that writes anything else into haproxy.cfg changes the digest
+        // when it changes.
+        let structure: Vec<BackendPlan> = plan.backends.iter().map(pools::structure_of).collect();
+        let skeleton = self
+            .template
+            .render(minijinja::value::Serde(&TemplateContext {
+                plan: PlanView::of(plan, &structure),
+                rest: &self.rest,
+            }))?;
+        plan.structure_digest = hex::encode(Sha256::digest(skeleton.as_bytes()));
+        Ok(config)
+    }
+}
