@@ -295,6 +295,55 @@ mod tests {
         );
     }
 
+    /// An IngressClass, and per name a Service with one pod and an Ingress.
+    fn apps(names: &[&str]) -> Arc<hawser_model::Store> {
+        let mut yaml = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: { name: hawser }\nspec: { controller: hawser.dev/ingress-controller }\n".to_string();
+        for (i, name) in names.iter().enumerate() {
+            yaml.push_str(&format!(
+                "---\napiVersion: v1\nkind: Service\nmetadata: {{ name: {name}, namespace: app }}\nspec: {{ ports: [{{ port: 80 }}] }}\n\
+                 ---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {name}-1\n  namespace: app\n  labels: {{ kubernetes.io/service-name: {name} }}\n\
+                 addressType: IPv4\nports: [{{ port: 80 }}]\nendpoints: [{{ addresses: [\"10.0.0.{}\"] }}]\n\
+                 ---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{ name: {name}, namespace: app }}\n\
+                 spec:\n  ingressClassName: hawser\n  rules: [{{ host: {name}.example, http: {{ paths: [{{ path: /, pathType: Prefix, backend: {{ service: {{ name: {name}, port: {{ number: 80 }} }} }} }}] }} }}]\n",
+                i + 1
+            ));
+        }
+        Arc::new(crate::test_store::store_of(&yaml))
+    }
+
+    #[test]
+    fn an_agent_render_follows_the_last_so_a_new_service_borrows_a_spare() {
+        let renders = Renders::new(
+            RenderConfig::default(),
+            generate_default_certificate().unwrap(),
+        )
+        .unwrap();
+        let agent = settings(&[("httpsPort", "9443")]);
+        let first = Snapshot {
+            store: apps(&["web"]),
+            ..snapshot(1, RenderConfig::default())
+        };
+        let first = renders.build(&first, &agent).unwrap();
+        let second = Snapshot {
+            store: apps(&["web", "new"]),
+            ..snapshot(2, RenderConfig::default())
+        };
+        let second = renders.build(&second, &agent).unwrap();
+        assert_eq!(
+            second.plan.structure_digest, first.plan.structure_digest,
+            "no reload for the agent"
+        );
+        assert!(
+            second
+                .plan
+                .backends
+                .iter()
+                .any(|b| b.role.lent_to() == Some("be_app_new_80")),
+            "{:#?}",
+            second.plan.backends
+        );
+    }
+
     fn settings(pairs: &[(&str, &str)]) -> SettingsKey {
         pairs
             .iter()
