@@ -562,6 +562,9 @@ impl Core {
                 (version, reasons)
             }
         };
+        if self.reload_waits() {
+            self.change_servers_while_waiting(desired).await;
+        }
         if !self.wait_for_reload_slot(newer).await {
             return Ok(None);
         }
@@ -569,6 +572,12 @@ impl Core {
         self.reload_to(version, desired).await?;
         phases.change = reloading.elapsed();
         Ok(Some((ApplyKind::Reload, reasons.join("; "))))
+    }
+
+    /// Whether a reload now would have to wait out the pacing.
+    fn reload_waits(&self) -> bool {
+        self.last_reload
+            .is_some_and(|last| Instant::now() < last + self.config.min_reload_interval)
     }
 
     /// Waits out the reload pacing; false if a newer version arrived meanwhile.

@@ -5,7 +5,7 @@
 //! | change                                        | applied by            |
 //! |-----------------------------------------------|-----------------------|
 //! | server added, removed, readdressed, reweighted, put in or out of maintenance | runtime API |
-//! | map content                                   | runtime API (a few entries of a `str` or `beg` map by entry, else an atomic replace) |
+//! | map content                                   | runtime API (one entry of a `str` or `beg` map by itself, else an atomic replace) |
 //! | certificate content                           | runtime API (SSL transaction) |
 //! | certificate added to / removed from the crt-list | runtime API        |
 //! | anything else in haproxy.cfg (its structure digest), the default certificate's place, a DNS-named server, a map or file appearing or going, anything not understood | reload |
@@ -75,11 +75,11 @@ pub enum RuntimeOp {
     ReplaceMap {
         path: String,
     },
-    /// `add map`, `set map` and `del map` of the entries that changed, in
-    /// that order (see [`edit_by_entry`]).
+    /// `add map`, `set map` or `del map` of the one entry that changed
+    /// (see [`edit_by_entry`]).
     EditMap {
         path: String,
-        edits: Vec<MapEdit>,
+        edit: MapEdit,
     },
     /// maint → `wait srv-removable` → `del server`.
     RemoveServer {
@@ -101,10 +101,21 @@ pub enum MapEdit {
     Del { key: String },
 }
 
+impl RuntimeOp {
+    /// The backend whose servers the operation changes.
+    pub fn backend(&self) -> Option<&str> {
+        match self {
+            RuntimeOp::AddServer { backend, .. }
+            | RuntimeOp::SetServerAddress { backend, .. }
+            | RuntimeOp::SetServerWeight { backend, .. }
+            | RuntimeOp::SetServerState { backend, .. }
+            | RuntimeOp::RemoveServer { backend, .. } => Some(backend),
+            _ => None,
+        }
+    }
+}
+
 const MAX_REASONS: usize = 8;
-/// At most this many changed entries are edited one by one; a larger change
-/// replaces the map whole, one atomic swap instead of many commands.
-pub const MAX_MAP_EDITS: usize = 32;
 
 /// Decides how to move HAProxy from `running` to `desired`.
 pub fn decide(running: VersionView<'_>, desired: VersionView<'_>) -> Decision {
@@ -147,11 +158,13 @@ pub fn decide(running: VersionView<'_>, desired: VersionView<'_>) -> Decision {
     }
 }
 
-/// A map replacement as the few entries that changed, when HAProxy
-/// indexes the map as a tree (`str` and `beg` maps: the order of entries
-/// does not matter, `beg` takes the longest prefix however the entries
-/// came), keys are unique on both sides and at most [`MAX_MAP_EDITS`]
-/// entries changed. Otherwise the replacement as it is.
+/// A map replacement as the one entry that changed, when only one did,
+/// keys are unique on both sides and HAProxy indexes the map as a tree
+/// (`str` and `beg` maps: the order of entries does not matter, `beg` takes
+/// the longest prefix however the entries came). One command is atomic;
+/// two are not, and a reader between them would see a mix of versions (two
+/// routes moved, one of them moved), so more changes replace the map in
+/// one transaction.
 fn edit_by_entry(op: RuntimeOp, running: &Plan, desired: &Plan) -> RuntimeOp {
     let RuntimeOp::ReplaceMap { path } = &op else {
         return op;
@@ -183,12 +196,12 @@ fn edit_by_entry(op: RuntimeOp, running: &Plan, desired: &Plan) -> RuntimeOp {
         }
     }
     edits.extend(old.into_keys().map(|key| MapEdit::Del { key }));
-    if edits.is_empty() || edits.len() > MAX_MAP_EDITS {
+    let (Some(edit), None) = (edits.pop(), edits.pop()) else {
         return op;
-    }
+    };
     RuntimeOp::EditMap {
         path: path.clone(),
-        edits,
+        edit,
     }
 }
 
@@ -318,6 +331,33 @@ fn diff_files(
         }
     }
     (cert_updates, map_replaces)
+}
+
+/// The server changes of the backends both versions declare alike (the
+/// same name, lent to the same Service if a spare): what the runtime API
+/// can change while a reload the rest needs waits for its slot. Empty when
+/// any of them would need the reload itself (a server's keywords, a DNS
+/// name).
+pub fn server_changes_alone(running: &Plan, desired: &Plan) -> Vec<RuntimeOp> {
+    let desired_by_name: BTreeMap<&str, &BackendPlan> = desired
+        .backends
+        .iter()
+        .map(|b| (b.name.as_str(), b))
+        .collect();
+    let (old, new): (Vec<BackendPlan>, Vec<BackendPlan>) = running
+        .backends
+        .iter()
+        .filter_map(|old| {
+            let new = desired_by_name.get(old.name.as_str())?;
+            (old.role.lent_to() == new.role.lent_to()).then(|| (old.clone(), (*new).clone()))
+        })
+        .unzip();
+    let mut reasons = Vec::new();
+    let (changes, removes) = diff_backends(&old, &new, &mut reasons);
+    if !reasons.is_empty() {
+        return Vec::new();
+    }
+    changes.into_iter().chain(removes).collect()
 }
 
 /// A spare lent to one Service in the running version and to another in

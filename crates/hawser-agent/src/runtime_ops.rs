@@ -70,15 +70,11 @@ pub fn describe(op: &RuntimeOp) -> String {
             format!("set server {backend}/{server} state {state:?}")
         }
         RuntimeOp::ReplaceMap { path } => format!("replace map {path}"),
-        RuntimeOp::EditMap { path, edits } => {
-            let count = |want: fn(&MapEdit) -> bool| edits.iter().filter(|e| want(e)).count();
-            format!(
-                "edit map {path} (+{} ~{} -{})",
-                count(|e| matches!(e, MapEdit::Add { .. })),
-                count(|e| matches!(e, MapEdit::Set { .. })),
-                count(|e| matches!(e, MapEdit::Del { .. })),
-            )
-        }
+        RuntimeOp::EditMap { path, edit } => match edit {
+            MapEdit::Add { key, .. } => format!("add map {path} {key}"),
+            MapEdit::Set { key, .. } => format!("set map {path} {key}"),
+            MapEdit::Del { key } => format!("del map {path} {key}"),
+        },
         RuntimeOp::RemoveServer { backend, server } => format!("remove server {backend}/{server}"),
         RuntimeOp::RemoveCertificate { path, .. } => format!("remove certificate {path}"),
     }
@@ -161,17 +157,12 @@ async fn run(
                 .map(|_| ())
                 .map_err(socket)
         }
-        RuntimeOp::EditMap { path, edits } => {
-            for edit in edits {
-                match edit {
-                    MapEdit::Add { key, value } => api.add_map(path, key, value).await,
-                    MapEdit::Set { key, value } => api.set_map(path, key, value).await,
-                    MapEdit::Del { key } => api.del_map(path, key).await,
-                }
-                .map_err(socket)?;
-            }
-            Ok(())
+        RuntimeOp::EditMap { path, edit } => match edit {
+            MapEdit::Add { key, value } => api.add_map(path, key, value).await,
+            MapEdit::Set { key, value } => api.set_map(path, key, value).await,
+            MapEdit::Del { key } => api.del_map(path, key).await,
         }
+        .map_err(socket),
         RuntimeOp::RemoveServer { backend, server } => {
             remove_server(api, backend, server).await.map_err(socket)
         }

@@ -24,11 +24,13 @@
 
 use hawser_haproxy::{StagedTreeError, TreeFiles};
 use hawser_plan::CONFIG_PATH;
+use std::collections::BTreeSet;
 use tokio::time::Instant;
-use tracing::warn;
+
+use tracing::{info, warn};
 
 use super::{Core, Desired, Phases, apply_error::ApplyError};
-use crate::diff::{Decision, RuntimeOp, VersionView, decide};
+use crate::diff::{Decision, RuntimeOp, VersionView, decide, server_changes_alone};
 use crate::runtime_ops::{self, describe};
 use crate::tree::VersionName;
 
@@ -135,6 +137,42 @@ impl Core {
             }
         }
         Ok(())
+    }
+
+    /// While a reload waits for its slot, changes at runtime already what
+    /// needs none: the servers of the backends both versions declare alike
+    /// ([`server_changes_alone`]), so endpoint churn never waits behind a
+    /// reload. The running version's plan follows, so that what is decided
+    /// next starts from what HAProxy serves; the reload brings the rest.
+    pub(super) async fn change_servers_while_waiting(&mut self, desired: &Desired) {
+        let ops = server_changes_alone(&self.running.plan, &desired.plan);
+        if ops.is_empty() || self.check_runtime_ops(desired, &ops).is_err() {
+            return;
+        }
+        let executed =
+            runtime_ops::execute(&self.runtime, &ops, &desired.files, &desired.plan).await;
+        if let Err(e) = executed {
+            warn!("changing servers while a reload waits failed ({e}); the reload will");
+            return;
+        }
+        self.status
+            .send_modify(|s| s.runtime_ops += ops.len() as u64);
+        let changed: BTreeSet<&str> = ops.iter().filter_map(RuntimeOp::backend).collect();
+        for backend in &mut self.running.plan.backends {
+            if !changed.contains(backend.name.as_str()) {
+                continue;
+            }
+            if let Some(now) = desired
+                .plan
+                .backends
+                .iter()
+                .find(|b| b.name == backend.name)
+            {
+                backend.servers.clone_from(&now.servers);
+            }
+        }
+        let summary = ops.iter().map(describe).collect::<Vec<_>>().join(", ");
+        info!("applied while a reload waits for its slot: {summary}");
     }
 
     /// Takes HAProxy back to the running version after a runtime change to

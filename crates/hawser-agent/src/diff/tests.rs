@@ -413,58 +413,86 @@ fn with_map(kind: MatchKind, entries: &[(&str, &str)]) -> Version {
 }
 
 #[test]
-fn a_few_entries_of_a_tree_map_change_one_by_one() {
-    let old = with_map(
-        MatchKind::Beg,
-        &[("a/", "be_a"), ("b/", "be_b"), ("c/", "be_c")],
-    );
-    let new = with_map(
-        MatchKind::Beg,
-        &[("a/", "be_a"), ("b/", "be_x"), ("d/", "be_d")],
-    );
-    let edit = |edits| {
+fn one_changed_entry_of_a_tree_map_is_edited_alone() {
+    let old = with_map(MatchKind::Beg, &[("a/", "be_a"), ("b/", "be_b")]);
+    let edit = |edit| {
         runtime(vec![RuntimeOp::EditMap {
             path: "maps/exact.map".into(),
-            edits,
+            edit,
         }])
     };
+    let added = with_map(
+        MatchKind::Beg,
+        &[("a/", "be_a"), ("b/", "be_b"), ("b/c/", "be_c")],
+    );
+    let key = |k: &str| k.to_string();
     assert_eq!(
-        decide(old.view(), new.view()),
-        edit(vec![
-            MapEdit::Set {
-                key: "b/".into(),
-                value: "be_x".into()
-            },
-            MapEdit::Add {
-                key: "d/".into(),
-                value: "be_d".into()
-            },
-            MapEdit::Del { key: "c/".into() },
-        ])
+        decide(old.view(), added.view()),
+        edit(MapEdit::Add {
+            key: key("b/c/"),
+            value: "be_c".into()
+        })
+    );
+    let moved = with_map(MatchKind::Beg, &[("a/", "be_a"), ("b/", "be_x")]);
+    assert_eq!(
+        decide(old.view(), moved.view()),
+        edit(MapEdit::Set {
+            key: key("b/"),
+            value: "be_x".into()
+        })
+    );
+    let removed = with_map(MatchKind::Beg, &[("a/", "be_a")]);
+    assert_eq!(
+        decide(old.view(), removed.view()),
+        edit(MapEdit::Del { key: key("b/") })
     );
 }
 
 #[test]
-fn a_list_map_a_repeated_key_or_a_large_change_replaces_the_map_whole() {
+fn two_changed_entries_a_list_map_or_a_repeated_key_replace_the_map_whole() {
     let replace = runtime(vec![RuntimeOp::ReplaceMap {
         path: "maps/exact.map".into(),
     }]);
+    // Two routes moved: one transaction, never one route moved and not the other.
+    let old = with_map(MatchKind::Beg, &[("a/", "be_a"), ("b/", "be_b")]);
+    let new = with_map(MatchKind::Beg, &[("a/", "be_x"), ("b/", "be_x")]);
+    assert_eq!(decide(old.view(), new.view()), replace);
     // `reg` maps are tried in file order: an entry added last would be tried last.
     let old = with_map(MatchKind::Reg, &[("^a", "be_a")]);
     let new = with_map(MatchKind::Reg, &[("^ab", "be_b"), ("^a", "be_a")]);
     assert_eq!(decide(old.view(), new.view()), replace);
 
-    let old = with_map(MatchKind::Str, &[("a", "be_a")]);
+    let old = with_map(MatchKind::Str, &[("a", "be_a"), ("b", "be_b")]);
     let new = with_map(
         MatchKind::Str,
         &[("a", "be_a"), ("b", "be_b"), ("b", "be_c")],
     );
     assert_eq!(decide(old.view(), new.view()), replace);
+}
 
-    let many: Vec<(String, String)> = (0..=MAX_MAP_EDITS)
-        .map(|i| (format!("k{i}"), "be_a".to_string()))
-        .collect();
-    let many: Vec<(&str, &str)> = many.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let new = with_map(MatchKind::Str, &many);
-    assert_eq!(decide(old.view(), new.view()), replace);
+#[test]
+fn servers_of_backends_both_versions_declare_alike_change_alone() {
+    let running = base();
+    let mut desired = base();
+    desired.plan.structure_digest = "s2".into();
+    servers(&mut desired).push(server("c", "10.0.0.3", 80));
+    let mut other = desired.plan.backends[0].clone();
+    other.name = "be_app_other_80".into();
+    desired.plan.backends.push(other);
+    assert!(is_reload(&decide(running.view(), desired.view())));
+    assert_eq!(
+        server_changes_alone(&running.plan, &desired.plan),
+        vec![RuntimeOp::AddServer {
+            backend: "be_app_web_80".into(),
+            server: server("c", "10.0.0.3", 80),
+        }],
+        "the new backend waits for the reload; the known one does not"
+    );
+    // A server whose change needs the reload holds them all back.
+    servers(&mut desired)[0].keywords = vec!["ssl".into()];
+    assert!(server_changes_alone(&running.plan, &desired.plan).is_empty());
+    // So does a spare changing hands.
+    let old = spare(lent("be_app_old_80"), vec![server("a", "10.0.0.1", 80)]);
+    let new = spare(lent("be_app_new_80"), vec![server("c", "10.0.0.3", 80)]);
+    assert!(server_changes_alone(&old.plan, &new.plan).is_empty());
 }

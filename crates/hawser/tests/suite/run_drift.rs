@@ -252,9 +252,9 @@ async fn drift_is_repaired_after_every_reload() {
         .await;
 }
 
-/// A route added at runtime goes into the map as one entry, after the
-/// others (`add map`): HAProxy lists it last, not where the map file has
-/// it (its key is the longest, so the file has it first). The drift check
+/// A route added at runtime as one entry (`add map`: one Exact path) goes
+/// after the others: HAProxy lists it last, not where the map file has it
+/// (its key is the longest, so the file has it first). The drift check
 /// must not take that for drift.
 #[tokio::test]
 async fn a_route_added_by_entry_is_not_drift() {
@@ -265,13 +265,13 @@ async fn a_route_added_by_entry_is_not_drift() {
         "more.yaml",
         "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: { name: more, namespace: drift }\n\
          spec:\n  ingressClassName: hawser\n  rules:\n    - host: a-host-longer-than-every-other-route.example.com\n      http:\n        paths:\n\
-         \x20         - path: /\n            pathType: Prefix\n            backend: { service: { name: web, port: { name: http } } }\n",
+         \x20         - path: /\n            pathType: Exact\n            backend: { service: { name: web, port: { name: http } } }\n",
     );
     let status = run.expect_outcome_after(before, "runtime").await;
     let summary = status["agent"]["last_outcome"]["summary"]
         .as_str()
         .unwrap_or_default();
-    assert!(summary.contains("edit map maps/routes.map (+"), "{summary}");
+    assert!(summary.contains("add map maps/routes.map "), "{summary}");
     run.expect_routed_to(
         "a-host-longer-than-every-other-route.example.com",
         "/",

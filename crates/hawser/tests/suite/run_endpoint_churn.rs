@@ -6,7 +6,7 @@ use crate::support;
 
 use std::collections::BTreeSet;
 
-use support::{Backends, Manifests, Run, pod};
+use support::{Backends, Manifests, Run, RunOptions, pod};
 
 /// The EndpointSlice of Service churn/churn with the given pods.
 fn slice(backends: &Backends, pods: &[&str]) -> String {
@@ -108,5 +108,60 @@ async fn endpoint_churn_applies_without_reload_and_traffic_follows() {
         run.status().await["reloads"],
         reloads,
         "no reload for endpoint churn"
+    );
+}
+
+/// A reload waiting for its slot (`--min-reload-interval-ms`, here far
+/// longer than the test) does not hold back endpoint churn: the servers of
+/// backends both versions declare are changed at runtime meanwhile.
+///
+/// Oracle: the reload cannot happen before the test ends, so the new
+/// endpoints can only be served by the runtime API; the worker PIDs and the
+/// reload count prove no reload happened.
+#[tokio::test]
+async fn endpoint_churn_does_not_wait_behind_a_paced_reload() {
+    let names = ["churn-a", "churn-b", "churn-c"];
+    let pods: Vec<_> = names.iter().map(|n| pod("churn", "churn", n)).collect();
+    let backends = Backends::start(&pods);
+    let manifests = Manifests::from_fixture("run_endpoint_churn", &backends.vars());
+    std::fs::write(
+        manifests.path().join("slice.yaml"),
+        slice(&backends, &["churn-a", "churn-b"]),
+    )
+    .expect("write slice");
+    let options = RunOptions {
+        args: vec!["--min-reload-interval-ms".into(), "600000".into()],
+        ..RunOptions::default()
+    };
+    // Its first version is a reload: the next may come ten minutes later.
+    let run = Run::start_with(manifests.path(), options).await;
+    run.wait_converged().await;
+    expect_pods(&run, &["churn-a", "churn-b"]).await;
+    let workers = run.worker_pids().await;
+    let applied = run.status().await["applied_generation"].clone();
+
+    // A default backend is named in haproxy.cfg itself: a reload, paced.
+    run.write_manifest(
+        "other.yaml",
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: { name: other, namespace: churn }\n\
+         spec:\n  ingressClassName: hawser\n  defaultBackend: { service: { name: churn, port: { name: http } } }\n",
+    );
+    run.wait_for_status("the reload rendered", |s| {
+        s["desired_generation"].as_u64() > applied.as_u64()
+    })
+    .await;
+    run.write_manifest("slice.yaml", &slice(&backends, &["churn-c"]));
+    expect_pods(&run, &["churn-c"]).await;
+
+    let status = run.status().await;
+    assert_eq!(
+        status["applied_generation"], applied,
+        "the reload still waits: {status:#}"
+    );
+    assert_eq!(status["reloads"], 1, "{status:#}");
+    assert_eq!(
+        run.worker_pids().await,
+        workers,
+        "the HAProxy worker must not change"
     );
 }

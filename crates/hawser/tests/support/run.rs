@@ -124,9 +124,16 @@ impl Run {
             .arg(self.admin.to_string())
             .arg("--health-port")
             .arg(self.health.port().to_string())
-            .args(["--min-reload-interval-ms", "100"])
-            .args(&self.extra_args)
-            .env("HAWSER_LOG", "info");
+            .args(&self.extra_args);
+        // Reloads paced at 100 ms unless the test paces them itself.
+        if !self
+            .extra_args
+            .iter()
+            .any(|a| a == "--min-reload-interval-ms")
+        {
+            command.args(["--min-reload-interval-ms", "100"]);
+        }
+        command.env("HAWSER_LOG", "info");
         self.process = Some(ChildGuard::spawn("hawser run", &mut command));
     }
 
