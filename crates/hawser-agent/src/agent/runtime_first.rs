@@ -22,11 +22,11 @@
 //! restart in between loads the old, checked tree (and the agent applies
 //! the new version again).
 
+use std::collections::BTreeSet;
+
 use hawser_haproxy::{StagedTreeError, TreeFiles};
 use hawser_plan::CONFIG_PATH;
-use std::collections::BTreeSet;
 use tokio::time::Instant;
-
 use tracing::{info, warn};
 
 use super::{Core, Desired, Phases, apply_error::ApplyError};
