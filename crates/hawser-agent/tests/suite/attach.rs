@@ -3,17 +3,15 @@
 //! to boot, waits for its master CLI, applies versions through its sockets,
 //! and leaves it running when the agent stops.
 
-use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
 use hawser_agent::{Agent, AgentConfig, AgentPaths, ApplyKind, Desired, HaproxyMode};
 use hawser_plan::{FileKind, FileSet, Generation, Plan};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
-use crate::common::{TIMEOUT, config_head, free_port, haproxy};
+use crate::common::{TIMEOUT, config_head, free_port, get_body, haproxy};
 
 /// A rendered version answering `body` on `port`.
 fn version(paths: &AgentPaths, generation: Generation, port: u16, body: &str) -> Desired {
@@ -31,19 +29,6 @@ fn version(paths: &AgentPaths, generation: Generation, port: u16, body: &str) ->
             ..Plan::default()
         },
     }
-}
-
-async fn get(port: u16) -> String {
-    let mut stream = tokio::net::TcpStream::connect(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
-        .await
-        .expect("connect");
-    stream
-        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .expect("write");
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await.expect("read");
-    answer
 }
 
 async fn wait_for(path: &Path) {
@@ -96,7 +81,7 @@ async fn attached_agent_drives_an_haproxy_started_by_someone_else() {
         .expect("an outcome")
         .expect("outcome");
     assert_eq!(outcome.kind, ApplyKind::Reload, "{outcome:?}");
-    assert!(get(port).await.contains("first"));
+    assert!(get_body(port, "/").await.contains("first"));
     assert!(handle.status().borrow().is_ready());
     let ended = handle.ended();
     tokio::pin!(ended);
@@ -116,6 +101,6 @@ async fn attached_agent_drives_an_haproxy_started_by_someone_else() {
         haproxy.try_wait().expect("wait").is_none(),
         "HAProxy must keep running"
     );
-    assert!(get(port).await.contains("first"));
+    assert!(get_body(port, "/").await.contains("first"));
     haproxy.kill().await.expect("kill haproxy");
 }

@@ -8,16 +8,13 @@
 //! Oracle: the answers of the real HAProxy, the worker PID (no reload), the
 //! apply outcomes, and where `current` points.
 
-use std::net::{Ipv4Addr, SocketAddr};
-
 use hawser_agent::{Agent, AgentConfig, AgentPaths, ApplyKind, ApplyOutcome, Desired};
 use hawser_plan::{
     BackendMode, BackendPlan, FileKind, FileSet, Generation, MapEntry, MapPlan, MatchKind, Plan,
     ServerPlan, ServerState,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::common::{TIMEOUT, config_head, free_port, haproxy};
+use crate::common::{TIMEOUT, config_head, free_port, get_body, haproxy};
 
 const MAP: &str = "maps/answers.map";
 
@@ -54,23 +51,6 @@ fn version(
             ..Plan::default()
         },
     }
-}
-
-async fn get(port: u16) -> String {
-    let mut stream = tokio::net::TcpStream::connect(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
-        .await
-        .expect("connect");
-    stream
-        .write_all(b"GET /x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        .await
-        .expect("write");
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await.expect("read");
-    answer
-        .rsplit("\r\n\r\n")
-        .next()
-        .unwrap_or_default()
-        .to_string()
 }
 
 async fn outcome(outcomes: &mut tokio::sync::broadcast::Receiver<ApplyOutcome>) -> ApplyOutcome {
@@ -112,7 +92,7 @@ async fn a_runtime_change_whose_tree_the_full_check_refuses_is_undone() {
 
     handle.submit(version(&paths, first, port, "old", ""));
     assert_eq!(outcome(&mut outcomes).await.kind, ApplyKind::Reload);
-    assert_eq!(get(port).await, "old");
+    assert_eq!(get_body(port, "/x").await, "old");
     let worker = handle.status().borrow().worker_pid;
     let runtime_ops = handle.status().borrow().runtime_ops;
     let serving = current();
@@ -132,14 +112,18 @@ async fn a_runtime_change_whose_tree_the_full_check_refuses_is_undone() {
         runtime_ops + 1,
         "the map was replaced before the full check ran"
     );
-    assert_eq!(get(port).await, "old", "the runtime change is undone");
+    assert_eq!(
+        get_body(port, "/x").await,
+        "old",
+        "the runtime change is undone"
+    );
     assert_eq!(current(), serving, "a refused tree never becomes current");
     assert_eq!(handle.status().borrow().worker_pid, worker);
 
     handle.submit(version(&paths, first.next().next(), port, "new", ""));
     let applied = outcome(&mut outcomes).await;
     assert_eq!(applied.kind, ApplyKind::Runtime, "{applied:?}");
-    assert_eq!(get(port).await, "new");
+    assert_eq!(get_body(port, "/x").await, "new");
     assert_ne!(current(), serving, "a checked tree becomes current");
     assert_eq!(handle.status().borrow().worker_pid, worker, "no reload");
 
