@@ -57,20 +57,27 @@ async fn expect_pods(run: &Run, pods: &[&str]) {
     }
 }
 
-#[tokio::test]
-async fn endpoint_churn_applies_without_reload_and_traffic_follows() {
-    let names = ["churn-a", "churn-b", "churn-c", "churn-d"];
+/// Service churn/churn with these pods, its EndpointSlice listing the
+/// first two, served with `options` until both answer.
+async fn serve(names: &[&str], options: RunOptions) -> (Backends, Manifests, Run) {
     let pods: Vec<_> = names.iter().map(|n| pod("churn", "churn", n)).collect();
     let backends = Backends::start(&pods);
     let manifests = Manifests::from_fixture("run_endpoint_churn", &backends.vars());
     std::fs::write(
         manifests.path().join("slice.yaml"),
-        slice(&backends, &["churn-a", "churn-b"]),
+        slice(&backends, &names[..2]),
     )
     .expect("write slice");
-    let run = Run::start(manifests.path()).await;
+    let run = Run::start_with(manifests.path(), options).await;
     run.wait_converged().await;
-    expect_pods(&run, &["churn-a", "churn-b"]).await;
+    expect_pods(&run, &names[..2]).await;
+    (backends, manifests, run)
+}
+
+#[tokio::test]
+async fn endpoint_churn_applies_without_reload_and_traffic_follows() {
+    let names = ["churn-a", "churn-b", "churn-c", "churn-d"];
+    let (backends, _manifests, run) = serve(&names, RunOptions::default()).await;
     let workers = run.worker_pids().await;
     let reloads = run.status().await["reloads"].clone();
 
@@ -120,23 +127,12 @@ async fn endpoint_churn_applies_without_reload_and_traffic_follows() {
 /// reload count prove no reload happened.
 #[tokio::test]
 async fn endpoint_churn_does_not_wait_behind_a_paced_reload() {
-    let names = ["churn-a", "churn-b", "churn-c"];
-    let pods: Vec<_> = names.iter().map(|n| pod("churn", "churn", n)).collect();
-    let backends = Backends::start(&pods);
-    let manifests = Manifests::from_fixture("run_endpoint_churn", &backends.vars());
-    std::fs::write(
-        manifests.path().join("slice.yaml"),
-        slice(&backends, &["churn-a", "churn-b"]),
-    )
-    .expect("write slice");
     let options = RunOptions {
         args: vec!["--min-reload-interval-ms".into(), "600000".into()],
         ..RunOptions::default()
     };
     // Its first version is a reload: the next may come ten minutes later.
-    let run = Run::start_with(manifests.path(), options).await;
-    run.wait_converged().await;
-    expect_pods(&run, &["churn-a", "churn-b"]).await;
+    let (backends, _manifests, run) = serve(&["churn-a", "churn-b", "churn-c"], options).await;
     let workers = run.worker_pids().await;
     let applied = run.status().await["applied_generation"].clone();
 
