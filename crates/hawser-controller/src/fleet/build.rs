@@ -266,6 +266,16 @@ mod tests {
         }
     }
 
+    /// Renders under the default configuration, with a generated default
+    /// certificate.
+    fn renders() -> Renders {
+        Renders::new(
+            RenderConfig::default(),
+            generate_default_certificate().unwrap(),
+        )
+        .unwrap()
+    }
+
     fn config_text(built: &Built) -> String {
         let entry = built.files.iter().find(|f| f.path == CONFIG_PATH).unwrap();
         String::from_utf8(built.blobs[&entry.digest].clone()).unwrap()
@@ -273,11 +283,7 @@ mod tests {
 
     #[test]
     fn each_agent_render_follows_the_snapshot_configuration() {
-        let renders = Renders::new(
-            RenderConfig::default(),
-            generate_default_certificate().unwrap(),
-        )
-        .unwrap();
+        let renders = renders();
         let agent: SettingsKey = [("httpsPort".to_string(), "9443".to_string())].into();
         let first = renders
             .build(&snapshot(1, RenderConfig::default()), &agent)
@@ -313,11 +319,7 @@ mod tests {
 
     #[test]
     fn an_agent_render_follows_the_last_so_a_new_service_borrows_a_spare() {
-        let renders = Renders::new(
-            RenderConfig::default(),
-            generate_default_certificate().unwrap(),
-        )
-        .unwrap();
+        let renders = renders();
         let agent = settings(&[("httpsPort", "9443")]);
         let first = Snapshot {
             store: apps(&["web"]),
