@@ -9,9 +9,10 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Plan {
-    /// SHA-256 of haproxy.cfg rendered with every backend's servers left out.
-    /// Equal digests mean two configurations differ at most in their servers,
-    /// which the runtime API can change without a reload.
+    /// SHA-256 of haproxy.cfg without its comments, blank lines and the
+    /// server lines of the servers this plan declares. Equal digests mean
+    /// two configurations differ at most in those servers, which the
+    /// runtime API can change without a reload.
     pub structure_digest: String,
     /// Sorted by name.
     pub backends: Vec<BackendPlan>,

@@ -165,22 +165,6 @@ pub fn config_misnames(config: &str, backends: &[BackendPlan]) -> bool {
     })
 }
 
-/// The backend as the structure digest sees it, without servers: a spare
-/// looks the same whoever it is lent to, a retired backend as it did.
-pub fn structure_of(backend: &BackendPlan) -> BackendPlan {
-    let (source, role) = if backend.role.is_spare() {
-        (SPARE_SOURCE.to_string(), BackendRole::Spare)
-    } else {
-        (backend.source.clone(), BackendRole::Named)
-    };
-    BackendPlan {
-        source,
-        role,
-        servers: Vec::new(),
-        ..backend.clone()
-    }
-}
-
 /// What `/status` shows of the pools: how many spares are free, and which
 /// Service each lent one serves (a spare's name in HAProxy's statistics
 /// stands for the Service here).

@@ -23,6 +23,7 @@ pub use hawser_plan::{CONFIG_PATH, ROUTES_MAP_PATH};
 pub use crate::route_key::ROUTE_KEY_END;
 use writer::{ConfigWriter, ContextRest, Routing, Tls};
 
+mod digest;
 mod writer;
 
 /// Answers 404 when no route and no default backend matches.

@@ -4,12 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-use sha2::{Digest, Sha256};
-
 use hawser_plan::{BackendPlan, MapPlan, Plan, SPARES_MAP_PATH};
+use serde::Serialize;
 
-use super::RenderError;
+use super::{RenderError, digest};
 use crate::config::Settings;
 use crate::features::FeatureView;
 use crate::gateway_frontends::GatewayView;
@@ -146,18 +144,7 @@ impl ConfigWriter<'_> {
                 plan: PlanView::of(plan, &plan.backends),
                 rest: &self.rest,
             }))?;
-        // Every server left out, and every spare as if free: what the
-        // structure digest renders. Everything else stays, so a template
-        // that writes anything else into haproxy.cfg changes the digest
-        // when it changes.
-        let structure: Vec<BackendPlan> = plan.backends.iter().map(pools::structure_of).collect();
-        let skeleton = self
-            .template
-            .render(minijinja::value::Serde(&TemplateContext {
-                plan: PlanView::of(plan, &structure),
-                rest: &self.rest,
-            }))?;
-        plan.structure_digest = hex::encode(Sha256::digest(skeleton.as_bytes()));
+        plan.structure_digest = digest::structure_digest(&config, &plan.backends);
         Ok(config)
     }
 }

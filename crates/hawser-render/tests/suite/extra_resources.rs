@@ -14,7 +14,7 @@ fn templates_read_extra_resources_by_kind() {
     let mut config = RenderConfig::default();
     config.templates.snippets.insert(
         "global-limits".to_string(),
-        "{% for cm in resources.ConfigMap %}  # limit {{ cm.metadata.name }}={{ cm.data.maxconn }}\n{% endfor %}"
+        "{% for cm in resources.ConfigMap %}  setenv LIMIT_{{ cm.metadata.name }} {{ cm.data.maxconn }}\n{% endfor %}"
             .to_string(),
     );
     let mut store = Store::new();
@@ -41,7 +41,10 @@ fn templates_read_extra_resources_by_kind() {
         .expect("haproxy.cfg")
         .content;
     let text = String::from_utf8_lossy(text);
-    assert!(text.contains("  # limit a=10\n  # limit b=20\n"), "{text}");
+    assert!(
+        text.contains("  setenv LIMIT_a 10\n  setenv LIMIT_b 20\n"),
+        "{text}"
+    );
 
     // A change of an extra object is a change of the configuration.
     let before = rendered.plan.structure_digest;
