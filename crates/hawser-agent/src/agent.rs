@@ -31,6 +31,7 @@ use crate::paths::AgentPaths;
 use crate::process::{HaproxyLayout, ProcessError, Started, Supervisor};
 use crate::reload::Reloader;
 use crate::runtime_ops::{self, describe};
+use crate::served::ServedBackends;
 use crate::status::{AgentStatus, ApplyKind, ApplyOutcome, Phase};
 use crate::tree::{TreeError, TreeStore, VersionName};
 use hawser_plan::Generation;
@@ -127,6 +128,9 @@ pub struct AgentHandle {
     next_generation: Generation,
     status: watch::Receiver<AgentStatus>,
     outcomes: broadcast::Sender<ApplyOutcome>,
+    served: watch::Receiver<Arc<ServedBackends>>,
+    runtime: RuntimeApi,
+    master: MasterCli,
 }
 
 impl AgentHandle {
@@ -137,6 +141,21 @@ impl AgentHandle {
 
     pub fn status(&self) -> watch::Receiver<AgentStatus> {
         self.status.clone()
+    }
+
+    /// What the served version's backends stand for (see [`ServedBackends`]).
+    pub fn served(&self) -> Arc<ServedBackends> {
+        Arc::clone(&self.served.borrow())
+    }
+
+    /// HAProxy's worker stats socket, for reading its counters.
+    pub fn runtime(&self) -> &RuntimeApi {
+        &self.runtime
+    }
+
+    /// HAProxy's master CLI, for reading its processes.
+    pub fn master(&self) -> &MasterCli {
+        &self.master
     }
 
     /// Resolves when the agent's apply loop has ended: after
@@ -198,6 +217,7 @@ struct Core {
     runtime: RuntimeApi,
     reloader: Reloader,
     running: Running,
+    served: watch::Sender<Arc<ServedBackends>>,
     last_reload: Option<Instant>,
     status: watch::Sender<AgentStatus>,
     outcomes: broadcast::Sender<ApplyOutcome>,
@@ -246,6 +266,9 @@ impl Agent {
             .max(Generation::new(1));
         let current = tree.current().unwrap_or(boot);
         let (files, plan) = tree.read(current)?;
+        let (served, served_rx) = watch::channel(Arc::new(ServedBackends::of(&plan)));
+        let master = reloader.master.clone();
+        let core_runtime = runtime.clone();
         let mut core = Core {
             config: config.clone(),
             tree,
@@ -256,6 +279,7 @@ impl Agent {
                 files,
                 plan,
             },
+            served,
             last_reload: None,
             status,
             outcomes: outcomes.clone(),
@@ -274,6 +298,9 @@ impl Agent {
                 next_generation,
                 status: status_rx,
                 outcomes,
+                served: served_rx,
+                runtime: core_runtime,
+                master,
             },
             stop,
             task,
@@ -629,7 +656,9 @@ impl Core {
                 self.status.send_modify(|s| s.failed_reloads += 1);
                 if matches!(e, crate::reload::ReloadError::Refused { .. }) {
                     // The old worker still serves the running version.
-                    let _ = self.tree.roll_back();
+                    if let Ok(Some(_)) = self.tree.roll_back() {
+                        self.status.send_modify(|s| s.rollbacks += 1);
+                    }
                 } else {
                     self.roll_back_and_reload().await;
                 }
@@ -651,6 +680,7 @@ impl Core {
     async fn roll_back_and_reload(&mut self) {
         match self.tree.roll_back() {
             Ok(Some(lkg)) => {
+                self.status.send_modify(|s| s.rollbacks += 1);
                 match self.reload_current().await {
                     Ok(_) => {
                         let _ = self.tree.mark_loaded(lkg);
@@ -658,11 +688,11 @@ impl Core {
                     Err(e) => warn!("reload of the last good version {lkg} failed: {e}"),
                 }
                 if let Ok((files, plan)) = self.tree.read(lkg) {
-                    self.running = Running {
+                    self.set_running(Running {
                         generation: lkg.generation(),
                         files,
                         plan,
-                    };
+                    });
                 }
             }
             Ok(None) => warn!("no last good version to roll back to"),
@@ -673,12 +703,25 @@ impl Core {
     fn publish_good(&mut self, version: VersionName, desired: &Desired) -> Result<(), ApplyError> {
         self.tree.publish(version).map_err(ApplyError::Publish)?;
         self.tree.mark_good(version).map_err(ApplyError::Publish)?;
-        self.running = Running {
+        self.set_running(Running {
             generation: desired.generation,
             files: desired.files.clone(),
             plan: desired.plan.clone(),
-        };
+        });
         Ok(())
+    }
+
+    /// `running` is what HAProxy serves now; metrics name its backends so.
+    fn set_running(&mut self, running: Running) {
+        let served = ServedBackends::of(&running.plan);
+        self.served.send_if_modified(|was| {
+            let changed = **was != served;
+            if changed {
+                *was = Arc::new(served);
+            }
+            changed
+        });
+        self.running = running;
     }
 
     async fn repair_drift(&mut self) {
@@ -711,11 +754,12 @@ impl Core {
             && let Ok(Some(lkg)) = self.tree.roll_back()
             && let Ok((files, plan)) = self.tree.read(lkg)
         {
-            self.running = Running {
+            self.status.send_modify(|s| s.rollbacks += 1);
+            self.set_running(Running {
                 generation: lkg.generation(),
                 files,
                 plan,
-            };
+            });
         }
         match supervisor.restart(&self.config.haproxy).await {
             Ok(()) => {

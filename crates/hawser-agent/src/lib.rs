@@ -29,6 +29,7 @@ mod paths;
 pub mod process;
 mod reload;
 mod runtime_ops;
+mod served;
 mod status;
 pub mod tree;
 
@@ -37,5 +38,6 @@ pub use diff::{Decision, RuntimeOp, VersionView, decide};
 pub use paths::AgentPaths;
 pub use process::{ExitInfo, HaproxyLayout, ProcessError, Started, StopMode, Supervisor};
 pub use reload::ReloadError;
+pub use served::{ServedBackend, ServedBackends};
 pub use status::{AgentStatus, ApplyKind, ApplyOutcome, Phase};
 pub use tree::{Manifest, TreeError, TreeStore, VersionName};

@@ -97,6 +97,9 @@ pub struct AgentStatus {
     /// `io`, ...: `TreeError::metric_label`).
     pub failed_stages: BTreeMap<String, u64>,
     pub drift_repairs: u64,
+    /// Times `current` went back to the last good version (`lkg`): a
+    /// version HAProxy refused, or a restart from a version that broke.
+    pub rollbacks: u64,
     pub haproxy_restarts: u64,
     /// The HAProxy worker verified by the last reload.
     pub worker_pid: Option<u32>,
@@ -116,6 +119,7 @@ impl AgentStatus {
             rejected: 0,
             failed_stages: BTreeMap::new(),
             drift_repairs: 0,
+            rollbacks: 0,
             haproxy_restarts: 0,
             worker_pid: None,
         }

@@ -58,7 +58,7 @@ pub use policy::{
 };
 pub use runtime::{
     AdminState, CrtListEntry, DEFAULT_MAX_COMMAND_BYTES, MapInfo, RuntimeApi, ServerState,
-    SslCertDetails, SslCertList, WaitOutcome,
+    SslCertDetails, SslCertList, StatRow, Stats, TableEntry, WaitOutcome,
 };
 pub use socket_error::SocketError;
 pub use staged::StagedTreeError;

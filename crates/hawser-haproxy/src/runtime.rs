@@ -6,7 +6,7 @@
 //!     ├─ servers: add / enable / set addr|weight|state / wait srv-removable / del
 //!     ├─ maps:    prepare → add @v payload → show @v count check → commit
 //!     ├─ ssl:     set → commit, abort on any failure (one process-wide transaction)
-//!     └─ show info, show servers state
+//!     └─ show info, show servers state, show stat, show table (traffic counters)
 //! ```
 //!
 //! Every reply is compared with the exact success text HAProxy 3.0 prints
@@ -19,6 +19,7 @@ mod servers;
 mod servers_state;
 mod ssl;
 mod ssl_listing;
+mod stats;
 
 use std::{
     collections::BTreeMap,
@@ -31,6 +32,7 @@ pub use maps::MapInfo;
 pub use servers::{AdminState, WaitOutcome};
 pub use servers_state::ServerState;
 pub use ssl_listing::{CrtListEntry, SslCertDetails, SslCertList};
+pub use stats::{StatRow, Stats, TableEntry};
 use tokio::sync::Mutex;
 
 use crate::{

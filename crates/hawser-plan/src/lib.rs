@@ -28,6 +28,7 @@
 //! the renderer, templates or any Kubernetes crate.
 
 mod builtin_lua;
+mod counters;
 mod culprit;
 mod digest;
 mod files;
@@ -37,6 +38,7 @@ mod paths;
 mod plan;
 
 pub use builtin_lua::{AUTH_LUA, MIRROR_LUA, builtin_lua_digests};
+pub use counters::{RESPONSE_CLASSES, ROUTES_TABLE};
 pub use culprit::culprit_at;
 pub use digest::digest;
 pub use files::{FileKind, FileSet, RenderedFile};
@@ -48,5 +50,5 @@ pub use paths::{
 };
 pub use plan::{
     BackendMode, BackendPlan, BackendRole, BackendShape, CertificatePlan, CrtListEntry,
-    CrtListPlan, MapEntry, MapPlan, MatchKind, Plan, ServerPlan, ServerState,
+    CrtListPlan, MapEntry, MapPlan, MatchKind, Plan, ServerPlan, ServerState, ServicePort,
 };

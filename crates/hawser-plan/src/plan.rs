@@ -51,6 +51,21 @@ pub struct BackendPlan {
     /// pool, free or lent to a Service (see [`BackendRole`]).
     #[serde(default, skip_serializing_if = "BackendRole::is_named")]
     pub role: BackendRole,
+    /// The Service port it serves now, by its Kubernetes names: what
+    /// metrics and logs call it. A spare lent to a Service names that
+    /// Service; a free spare, and a backend of a plan from an older
+    /// controller, name none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<ServicePort>,
+}
+
+/// A Service port by its Kubernetes names (`port` as the route names it:
+/// a number or a port name).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ServicePort {
+    pub namespace: String,
+    pub service: String,
+    pub port: String,
 }
 
 /// Spare backends let a new Service be served without a reload: HAProxy

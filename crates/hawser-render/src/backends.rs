@@ -86,6 +86,15 @@ impl BackendKey {
         }
     }
 
+    /// The Service port by its Kubernetes names.
+    pub(crate) fn service_port(&self) -> hawser_plan::ServicePort {
+        hawser_plan::ServicePort {
+            namespace: self.namespace.clone(),
+            service: self.service.clone(),
+            port: self.port.to_string(),
+        }
+    }
+
     fn describe(&self) -> String {
         let with = if self.overrides.is_empty() {
             ""
@@ -199,6 +208,7 @@ pub(crate) fn backend_plans(
                 mode: BackendMode::Http,
                 cookie: None,
                 role: Default::default(),
+                service: Some(key.service_port()),
             };
             let service_key = ObjectKey::new(&key.namespace, &key.service);
             let Some(service) = store.service(&service_key) else {
@@ -355,6 +365,7 @@ mod tests {
             mode: BackendMode::Http,
             cookie: None,
             role: Default::default(),
+            service: Some(key.service_port()),
         };
         assert!(plan.serves_service("app", "web"));
         assert!(!plan.serves_service("app", "we"));

@@ -92,17 +92,21 @@ pub(crate) struct RouteTable {
 impl Target {
     /// The routes-map value: the backend, then `@` and the feature-set id
     /// when the route has one, `@` and the rewrite index when it rewrites,
-    /// `@` and the canary when one shares it (empty fields between).
+    /// `@` and the canary when one shares it (empty fields between); then
+    /// `;` and the Ingress it comes from (`Ingress/<namespace>/<name>`), which
+    /// requests are counted by.
     pub fn map_value(&self) -> String {
         let backend = &self.backend;
         let features = self.features.as_deref().unwrap_or_default();
-        match (&self.canary, self.rewrite) {
+        let route = match (&self.canary, self.rewrite) {
             (Some(canary), Some(index)) => format!("{backend}@{features}@{index}@{canary}"),
             (Some(canary), None) => format!("{backend}@{features}@@{canary}"),
             (None, Some(index)) => format!("{backend}@{features}@{index}"),
             (None, None) if self.features.is_some() => format!("{backend}@{features}"),
             (None, None) => backend.clone(),
-        }
+        };
+        let owner = &self.owner.key;
+        format!("{route};Ingress/{}/{}", owner.namespace, owner.name)
     }
 }
 

@@ -246,6 +246,7 @@ fn spare(name: String, shape: &BackendShape) -> BackendPlan {
         mode: shape.mode,
         cookie: shape.cookie.clone(),
         role: BackendRole::Spare,
+        service: None,
     }
 }
 
@@ -257,15 +258,22 @@ fn lent(spare: &BackendPlan, to: &BackendPlan) -> BackendPlan {
             name: to.name.clone(),
             source: to.source.clone(),
         },
+        service: to.service.clone(),
         ..spare.clone()
     }
 }
 
 fn emptied(was: &BackendPlan, source: String, role: BackendRole) -> BackendPlan {
+    // A retired backend still stands for its Service; an emptied spare for none.
+    let service = match role {
+        BackendRole::Retired => was.service.clone(),
+        _ => None,
+    };
     BackendPlan {
         source,
         servers: Vec::new(),
         role,
+        service,
         ..was.clone()
     }
 }

@@ -26,6 +26,17 @@ use writer::{ConfigWriter, ContextRest, Routing, Tls};
 mod digest;
 mod writer;
 
+/// The ACL conditions of the response classes of
+/// [`hawser_plan::RESPONSE_CLASSES`], in the same order.
+const RESPONSE_CLASS_CONDITIONS: [&str; hawser_plan::RESPONSE_CLASSES.len()] = [
+    " { status ge 100 } { status lt 200 }",
+    " { status ge 200 } { status lt 300 }",
+    " { status ge 300 } { status lt 400 }",
+    " { status ge 400 } { status lt 500 }",
+    " { status ge 500 } { status lt 600 }",
+    " !{ status ge 100 } || { var(txn.route_owner) -m found } { status ge 600 }",
+];
+
 /// Answers 404 when no route and no default backend matches.
 pub const NOT_FOUND_BACKEND: &str = "hawser_not_found";
 
@@ -247,6 +258,8 @@ impl Renderer {
                 spares_map: SPARES_MAP_PATH,
                 default_backend: &default_backend,
                 not_found_backend: NOT_FOUND_BACKEND,
+                routes_table: hawser_plan::ROUTES_TABLE,
+                response_classes: &RESPONSE_CLASS_CONDITIONS,
             },
             ingress_features: &feature_view,
             gateway: &gateway_view,

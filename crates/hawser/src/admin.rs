@@ -148,6 +148,6 @@ async fn metrics(State(state): State<AdminState>) -> impl IntoResponse {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.metrics.encode(),
+        state.metrics.scrape(state.agent.as_ref()).await,
     )
 }

@@ -3,6 +3,8 @@
 //! agents (fed by the fleet's status), certificate expiry, and how much of
 //! the sandbox around checks the kernel enforces.
 
+mod traffic;
+
 use std::sync::Arc;
 
 use hawser_agent::{AgentHandle, AgentStatus};
@@ -49,6 +51,7 @@ pub struct Metrics {
     failed_stages: Family<ReasonLabel, Counter>,
     runtime_ops: Counter,
     drift_repairs: Counter,
+    rollbacks: Counter,
     haproxy_restarts: Counter,
     applied_generation: Gauge,
     ready: Gauge,
@@ -68,6 +71,7 @@ pub struct Metrics {
     leader_epoch: Gauge,
     sandbox_enforced: Gauge,
     sandbox_landlock_abi: Gauge,
+    traffic: traffic::Traffic,
 }
 
 /// How often the certificate expiry gauge is refreshed.
@@ -88,6 +92,7 @@ impl Metrics {
             failed_stages: Family::default(),
             runtime_ops: Counter::default(),
             drift_repairs: Counter::default(),
+            rollbacks: Counter::default(),
             haproxy_restarts: Counter::default(),
             applied_generation: Gauge::default(),
             ready: Gauge::default(),
@@ -107,6 +112,7 @@ impl Metrics {
             leader_epoch: Gauge::default(),
             sandbox_enforced: Gauge::default(),
             sandbox_landlock_abi: Gauge::default(),
+            traffic: traffic::Traffic::default(),
             registry: Registry::default(),
         };
         registry.register("applies", "Generations applied, by how", m.applies.clone());
@@ -135,6 +141,11 @@ impl Metrics {
             "drift_repairs",
             "Live changes put back to the applied version",
             m.drift_repairs.clone(),
+        );
+        registry.register(
+            "rollbacks",
+            "Times the last good version was put back: a version HAProxy refused, or a restart from one that broke",
+            m.rollbacks.clone(),
         );
         registry.register(
             "haproxy_restarts",
@@ -330,12 +341,17 @@ impl Metrics {
         }
     }
 
-    /// The text exposition format.
-    pub fn encode(&self) -> String {
+    /// The text exposition format of a scrape: with `agent`, HAProxy's
+    /// traffic by Kubernetes names too, read from it now.
+    pub async fn scrape(&self, agent: Option<&AgentHandle>) -> String {
         let mut out = String::new();
-        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+        if prometheus_client::encoding::text::encode_registry(&mut out, &self.registry).is_err() {
             out.clear();
         }
+        if let Some(agent) = agent {
+            self.traffic.encode(agent, &mut out).await;
+        }
+        let _ = prometheus_client::encoding::text::encode_eof(&mut out);
         out
     }
 
@@ -396,6 +412,8 @@ impl Metrics {
             .inc_by(new.runtime_ops.saturating_sub(old.runtime_ops));
         self.drift_repairs
             .inc_by(new.drift_repairs.saturating_sub(old.drift_repairs));
+        self.rollbacks
+            .inc_by(new.rollbacks.saturating_sub(old.rollbacks));
         self.haproxy_restarts
             .inc_by(new.haproxy_restarts.saturating_sub(old.haproxy_restarts));
         let generation = new.applied_generation.unwrap_or_default().get();
@@ -417,9 +435,9 @@ mod tests {
 
     use super::Metrics;
 
-    #[test]
-    fn the_sandbox_support_is_exposed() {
-        let text = Metrics::new().encode();
+    #[tokio::test]
+    async fn the_sandbox_support_is_exposed() {
+        let text = Metrics::new().scrape(None).await;
         let support = support();
         let level = match support.enforcement {
             Enforcement::Full => 2,

@@ -46,6 +46,7 @@ fn base() -> Version {
             mode: BackendMode::Http,
             cookie: None,
             role: Default::default(),
+            service: None,
         }],
         maps: vec![MapPlan {
             path: "maps/exact.map".to_string(),

@@ -141,6 +141,7 @@ fn backend(servers: Vec<ServerPlan>) -> BackendPlan {
         mode: BackendMode::Http,
         cookie: None,
         role: Default::default(),
+        service: None,
     }
 }
 

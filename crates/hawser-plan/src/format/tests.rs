@@ -25,6 +25,7 @@ fn plan() -> Plan {
             mode: BackendMode::Tcp,
             cookie: None,
             role: Default::default(),
+            service: None,
         }],
         maps: vec![MapPlan::longest_first(
             crate::ROUTES_MAP_PATH,

@@ -1,4 +1,4 @@
-use hawser_plan::{BackendPlan, BackendRole, Plan, ServerPlan, ServerState};
+use hawser_plan::{BackendPlan, BackendRole, Plan, ServerPlan, ServerState, ServicePort};
 
 use super::*;
 
@@ -25,6 +25,11 @@ fn backend(name: &str, balance: &str, servers: &[&str]) -> BackendPlan {
         mode: BackendMode::Http,
         cookie: None,
         role: BackendRole::Named,
+        service: Some(ServicePort {
+            namespace: "app".to_string(),
+            service: name.to_string(),
+            port: "80".to_string(),
+        }),
     }
 }
 
@@ -219,6 +224,13 @@ fn the_status_names_the_service_a_spare_is_lent_to() {
     .unwrap()
     .remove(0);
     assert_ne!(lent, free);
+    // Metrics name a lent spare after its Service, a free one after none.
+    assert_eq!(free.service, None);
+    let holder = lent
+        .service
+        .as_ref()
+        .expect("a lent spare names its Service");
+    assert_eq!(holder.service, "be_a_web_80");
     let status = SpareStatus::of(&plan(vec![lent]));
     assert_eq!(status.free, 0);
     assert_eq!(status.lent[&free.name].backend, "be_a_web_80");

@@ -101,6 +101,7 @@ mod tests {
             mode: Default::default(),
             cookie: None,
             role: Default::default(),
+            service: None,
         }
     }
 

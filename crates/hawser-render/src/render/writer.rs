@@ -80,6 +80,11 @@ pub(super) struct Routing<'a> {
     pub(super) spares_map: &'static str,
     pub(super) default_backend: &'a str,
     pub(super) not_found_backend: &'static str,
+    /// The stick table counting requests and responses per route.
+    pub(super) routes_table: &'static str,
+    /// The conditions of each response class a route counts, in the order
+    /// of its counters.
+    pub(super) response_classes: &'static [&'static str],
 }
 
 /// Where TLS binds read their certificates.

@@ -151,6 +151,8 @@ async fn thirty_reloads_over_twenty_idle_tunnels_leave_at_most_max_old_workers()
         assert!(!tunnel.answers().await, "tunnel {i} is still served");
     }
     assert_eq!(old_workers(&run).await.len(), BOUND);
+    run.expect_metric("hawser_haproxy_old_workers", BOUND as f64)
+        .await;
 }
 
 #[tokio::test]

@@ -220,7 +220,9 @@ async fn port_in_use_fails_the_reload_and_the_running_worker_keeps_serving() {
     assert_eq!(run.worker_pids().await, workers);
     run.expect_routed_to(HOST, "/", "web").await;
     assert_eq!(link(&run, "current"), link(&run, "lkg"));
+    assert_eq!(agent["rollbacks"], 1, "{status:#}");
     run.expect_metric("hawser_failed_reloads_total", 1.0).await;
+    run.expect_metric("hawser_rollbacks_total", 1.0).await;
     run.expect_metric("hawser_applies_total{kind=\"rejected\"}", 1.0)
         .await;
 

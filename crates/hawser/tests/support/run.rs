@@ -424,15 +424,8 @@ impl Run {
     pub async fn expect_metric(&self, series: &str, value: f64) {
         let deadline = Instant::now() + TIMEOUT;
         loop {
-            let text = http::http1_get(self.admin, "hawser", "/metrics")
-                .await
-                .map(|r| r.text())
-                .unwrap_or_default();
-            let found = text.lines().find_map(|line| {
-                line.strip_prefix(series)
-                    .and_then(|rest| rest.strip_prefix(' '))
-                    .and_then(|v| v.trim().parse::<f64>().ok())
-            });
+            let text = self.metrics_text().await;
+            let found = series_value(&text, series);
             if found == Some(value) {
                 return;
             }
@@ -443,6 +436,19 @@ impl Run {
             );
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
+    }
+
+    /// The value of `series` (name and labels, as printed) in `/metrics`
+    /// now, if it is there.
+    pub async fn metric(&self, series: &str) -> Option<f64> {
+        series_value(&self.metrics_text().await, series)
+    }
+
+    async fn metrics_text(&self) -> String {
+        http::http1_get(self.admin, "hawser", "/metrics")
+            .await
+            .map(|r| r.text())
+            .unwrap_or_default()
     }
 
     /// `GET http://<host><target>` on `addr`, e.g. a listener a snippet adds.
@@ -570,4 +576,13 @@ fn process_name_and_group(pid: u32) -> Option<(String, u32)> {
         .parse()
         .ok()?;
     Some((comm, pgrp))
+}
+
+/// The value of `series` in a Prometheus text exposition.
+fn series_value(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|line| {
+        line.strip_prefix(series)
+            .and_then(|rest| rest.strip_prefix(' '))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    })
 }
