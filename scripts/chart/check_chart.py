@@ -207,6 +207,7 @@ CONTRACT_DEFAULTS = {
     "webhook.failurePolicy": "Ignore",
     "webhook.timeoutSeconds": 5,
     "metrics.serviceMonitor.enabled": False,
+    "metrics.serviceMonitor.haproxyExporter": False,
 }
 
 
