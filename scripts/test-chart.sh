@@ -12,12 +12,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
 
-requirements="helm-python-sdk==0.2.2 kubernetes-validate==1.37.0"
+requirements="helm-python-sdk==0.2.2 kubernetes-validate==1.37.0 promql-parser==0.12.0"
 venv="${HAWSER_CHART_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/hawser/chart-venv}"
 
 ready() {
   [ "$(cat "$venv/.requirements" 2>/dev/null)" = "$requirements" ] &&
-    "$venv/bin/python" -c 'import helm_python, kubernetes_validate' 2>/dev/null
+    "$venv/bin/python" -c 'import helm_python, kubernetes_validate, promql_parser' 2>/dev/null
 }
 
 if ! ready; then
