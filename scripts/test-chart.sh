@@ -3,11 +3,13 @@
 # several value sets, every manifest against the Kubernetes OpenAPI schemas,
 # and the chart's promises (no subPath, no ConfigMap-mounted configuration,
 # the agent as a native sidecar, probes, certificate modes, RBAC without
-# wildcards...). See scripts/chart/check_chart.py; -v prints every check.
+# wildcards...), and the monitoring objects (the dashboard's queries and the
+# alerts parse as PromQL and name series hawser exposes; every alert has a
+# runbook). See scripts/chart/check_chart.py; -v prints every check.
 #
-# Needs python3. The two libraries it uses (Helm's chart engine as a Python
-# package, and the Kubernetes schemas) are installed once from the package
-# index into a virtualenv outside the repository, then reused.
+# Needs python3. The three libraries it uses (Helm's chart engine as a Python
+# package, the Kubernetes schemas and a PromQL parser) are installed once from
+# the package index into a virtualenv outside the repository, then reused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS

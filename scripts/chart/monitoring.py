@@ -315,6 +315,16 @@ def check_dashboard_json(dash: dict) -> None:
     R.check(len(graphs) >= 10, "the dashboard has panels", f"{len(graphs)} panels")
     ids = [p.get("id") for p in panels]
     R.check(len(ids) == len(set(ids)) and None not in ids, "panel ids are set and unique")
+    cells: dict[tuple[int, int], str] = {}
+    overlaps = set()
+    for p in panels:
+        g = p.get("gridPos") or {}
+        for x in range(g.get("x", 0), g.get("x", 0) + g.get("w", 0)):
+            for y in range(g.get("y", 0), g.get("y", 0) + g.get("h", 0)):
+                if (x, y) in cells:
+                    overlaps.add(f"{cells[(x, y)]!r} and {p.get('title')!r}")
+                cells[(x, y)] = p.get("title", "")
+    R.check(not overlaps, "no two panels overlap", "; ".join(sorted(overlaps)))
     queries = 0
     for p in graphs:
         what = f"panel {p.get('title')!r}"
