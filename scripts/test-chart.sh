@@ -3,21 +3,23 @@
 # several value sets, every manifest against the Kubernetes OpenAPI schemas,
 # and the chart's promises (no subPath, no ConfigMap-mounted configuration,
 # the agent as a native sidecar, probes, certificate modes, RBAC without
-# wildcards...). See scripts/chart/check_chart.py; -v prints every check.
+# wildcards...), and the monitoring objects (the dashboard's queries and the
+# alerts parse as PromQL and name series hawser exposes; every alert has a
+# runbook). See scripts/chart/check_chart.py; -v prints every check.
 #
-# Needs python3. The two libraries it uses (Helm's chart engine as a Python
-# package, and the Kubernetes schemas) are installed once from the package
-# index into a virtualenv outside the repository, then reused.
+# Needs python3. The three libraries it uses (Helm's chart engine as a Python
+# package, the Kubernetes schemas and a PromQL parser) are installed once from
+# the package index into a virtualenv outside the repository, then reused.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
 
-requirements="helm-python-sdk==0.2.2 kubernetes-validate==1.37.0"
+requirements="helm-python-sdk==0.2.2 kubernetes-validate==1.37.0 promql-parser==0.12.0"
 venv="${HAWSER_CHART_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/hawser/chart-venv}"
 
 ready() {
   [ "$(cat "$venv/.requirements" 2>/dev/null)" = "$requirements" ] &&
-    "$venv/bin/python" -c 'import helm_python, kubernetes_validate' 2>/dev/null
+    "$venv/bin/python" -c 'import helm_python, kubernetes_validate, promql_parser' 2>/dev/null
 }
 
 if ! ready; then

@@ -7,10 +7,11 @@ schemas (strict: unknown fields are errors) of the oldest Kubernetes the chart
 supports and of a recent one, and the chart's promises must hold (see the
 functions in promises.py). A few value sets must be refused with a clear message.
 
-Run through scripts/test-chart.sh, which provides the two libraries:
+Run through scripts/test-chart.sh, which provides the three libraries:
 helm-python-sdk (Helm v4's own chart engine, through its C library: render and
-lint need no cluster and no network) and kubernetes-validate (the Kubernetes
-OpenAPI schemas of many versions, bundled).
+lint need no cluster and no network), kubernetes-validate (the Kubernetes
+OpenAPI schemas of many versions, bundled) and promql-parser (a PromQL parser,
+for the alerts and the dashboard's queries: see monitoring.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import yaml
 from manifests import (
     CHART, NAMESPACE, ROOT, R, argv, deep_merge, find, group_of, objects_of, pod_spec, render,
 )
+from monitoring import check_github_anchors, check_monitoring
 from promises import (
     check_certificates, check_config_objects, check_controller, check_gateway_class, check_everywhere, check_haproxy, check_options,
     check_webhook,
@@ -46,7 +48,8 @@ SKIPPED_GROUPS = {
     "hawser.dev": "checked against the HawserConfig CRD's schema",
     # cert-manager's CRDs (Issuer, Certificate): shape checked by check_cert_manager
     "cert-manager.io": "cert-manager CRD, not bundled",
-    # the Prometheus Operator's CRD: shape checked by check_options
+    # the Prometheus Operator's CRDs (ServiceMonitor, PrometheusRule): shape
+    # checked by check_options and check_monitoring, every expression parsed
     "monitoring.coreos.com": "Prometheus Operator CRD, not bundled",
     # the Gateway API's GatewayClass: shape checked by check_gateway_class
     "gateway.networking.k8s.io": "Gateway API CRD, not bundled",
@@ -77,6 +80,22 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
             "image": {"tag": "9.9.9"},
         },
         "webhook with your own certificate, ServiceMonitors, NodePort, one controller",
+    ),
+    "monitoring": (
+        {
+            "metrics": {
+                "serviceMonitor": {"enabled": True, "haproxyExporter": True, "labels": {"release": "prometheus"}},
+                "dashboard": {"enabled": True, "namespace": "grafana", "label": "grafana.example.com/dashboard",
+                              "labelValue": "hawser", "labels": {"team": "edge"},
+                              "annotations": {"grafana_folder": "Ingress"}},
+                "prometheusRule": {"enabled": True, "labels": {"release": "prometheus"},
+                                   "alertLabels": {"team": "edge"},
+                                   "runbookBaseUrl": "https://docs.example.com/hawser/operations.md/",
+                                   "thresholds": {"routeErrorRatio": 0.2, "oldWorkers": 5},
+                                   "oldWorkersFor": "1h"},
+            },
+        },
+        "ServiceMonitors with HAProxy's exporter, the Grafana dashboard and the alerts, all options set",
     ),
 }
 
@@ -207,6 +226,11 @@ CONTRACT_DEFAULTS = {
     "webhook.failurePolicy": "Ignore",
     "webhook.timeoutSeconds": 5,
     "metrics.serviceMonitor.enabled": False,
+    "metrics.serviceMonitor.haproxyExporter": False,
+    "metrics.dashboard.enabled": False,
+    "metrics.dashboard.label": "grafana_dashboard",
+    "metrics.dashboard.labelValue": "1",
+    "metrics.prometheusRule.enabled": False,
 }
 
 
@@ -304,6 +328,9 @@ def main() -> int:
         print(f"    lint info: {m['path']}: {m['error']}")
 
     check_defaults(defaults)
+    R.begin("runbooks")
+    check_github_anchors()
+    R.summary(f"{R.case_checks} checks of the runbook anchors")
     crd_schema = check_crds()
     check_sources()
 
@@ -329,6 +356,7 @@ def main() -> int:
         check_config_objects(objs, values)
         check_options(objs, values)
         check_gateway_class(objs, values)
+        check_monitoring(objs, values, NAMESPACE)
         kinds = sorted({o["kind"] for o in objs})
         R.summary(f"{about}: {len(objs)} objects, {R.case_checks} checks; {', '.join(kinds)}")
 

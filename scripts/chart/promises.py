@@ -31,7 +31,10 @@ def check_everywhere(objs: list[dict], rendered_text: str) -> None:
     for obj in objs:
         keys.update(walk_keys(obj))
     R.check("subPath" not in keys and "subPathExpr" not in keys, "no subPath anywhere")
-    R.check(not find(objs, "ConfigMap"), "the chart creates no ConfigMap")
+    # The one ConfigMap is the Grafana dashboard, for Grafana to read; no pod mounts it (below).
+    maps = [o["metadata"]["name"] for o in find(objs, "ConfigMap")]
+    R.check(maps in ([], [f"{RELEASE}-dashboard"]), "the chart creates no ConfigMap but the Grafana dashboard",
+            ", ".join(maps))
     for obj in objs:
         spec = pod_spec(obj)
         if spec is None:
@@ -382,11 +385,22 @@ def check_options(objs: list[dict], values: dict) -> None:
     on = values["metrics"]["serviceMonitor"]["enabled"]
     R.check(bool(monitors) == on, f"ServiceMonitors {'exist' if on else 'are absent'}")
     if on:
-        ports = sorted(e["port"] for m in monitors for e in m["spec"]["endpoints"])
-        R.check(ports == ["admin", "agent-admin"], "ServiceMonitors scrape the controller and the agents", str(ports))
+        exporter = values["metrics"]["serviceMonitor"]["haproxyExporter"]
+        endpoints = {e["port"]: e for m in monitors for e in m["spec"]["endpoints"]}
+        want = ["admin", "agent-admin"] + (["haproxy-metrics"] if exporter else [])
+        R.check(sorted(endpoints) == want,
+                f"ServiceMonitors scrape the controller and the agents{' and HAProxy' if exporter else ''}",
+                str(sorted(endpoints)))
+        # The traffic series and the served certificates carry the namespace
+        # (and Service) they are about: the target's must not rename them.
+        R.check(all(endpoints.get(p, {}).get("honorLabels") is True for p in ("admin", "agent-admin")),
+                "the controller and agent endpoints keep hawser's own namespace and service labels")
+        R.check(all(e.get("path") == "/metrics" for e in endpoints.values()), "every endpoint scrapes /metrics")
         metrics = one(objs, "Service", "hawser-haproxy-metrics")
-        R.check([p["port"] for p in metrics.get("spec", {}).get("ports", [])] == [9182],
-                "the agents' metrics Service exposes 9182")
+        ports = [p["port"] for p in metrics.get("spec", {}).get("ports", [])]
+        health = values["haproxy"]["ports"]["health"]
+        R.check(ports == [9182] + ([health] if exporter else []),
+                f"the agents' metrics Service exposes 9182{f' and {health}' if exporter else ''}", str(ports))
         for m in monitors:
             R.check(m["metadata"]["labels"].get("release") == "prometheus",
                     f"ServiceMonitor {m['metadata']['name']} carries metrics.serviceMonitor.labels")
