@@ -359,8 +359,13 @@ def check_webhook(objs: list[dict], values: dict, webhook: bool) -> None:
 
 def check_config_objects(objs: list[dict], values: dict) -> None:
     cfg = one(objs, "HawserConfig", values["hawserConfig"]["name"])
-    R.check(cfg.get("spec", {}).get("settings") == values["hawserConfig"]["settings"],
-            "the HawserConfig carries spec.settings from the values")
+    want = dict(values["hawserConfig"]["settings"] or {})
+    monitor = values["metrics"]["serviceMonitor"]
+    if monitor["enabled"] and monitor["haproxyExporter"]:
+        # What the ServiceMonitor scrapes on the health port is served there.
+        want.setdefault("haproxyMetrics", True)
+    R.check(cfg.get("spec", {}).get("settings") == want,
+            "the HawserConfig carries spec.settings from the values", str(cfg.get("spec", {}).get("settings")))
     ic = one(objs, "IngressClass", "hawser")
     R.check(ic.get("spec", {}).get("controller") == "hawser.dev/ingress-controller",
             "the IngressClass names hawser.dev/ingress-controller")
@@ -404,6 +409,12 @@ def check_options(objs: list[dict], values: dict) -> None:
         for m in monitors:
             R.check(m["metadata"]["labels"].get("release") == "prometheus",
                     f"ServiceMonitor {m['metadata']['name']} carries metrics.serviceMonitor.labels")
+        configs = find(objs, "HawserConfig")
+        if exporter and configs:
+            settings = configs[0]["spec"].get("settings", {})
+            R.check(settings.get("haproxyMetrics") is True,
+                    "the HawserConfig has HAProxy serve the exporter the ServiceMonitor scrapes",
+                    str(settings))
     tag = values["image"]["tag"] or "0.1.0"
     images = {c["image"] for o in objs if pod_spec(o) for c in
               (pod_spec(o).get("initContainers") or []) + pod_spec(o)["containers"]}

@@ -47,6 +47,9 @@ pub struct Settings {
     pub log_target: String,
     /// A custom `log-format`; HAProxy's HTTP log format when unset.
     pub log_format: Option<String>,
+    /// The access log's form when `log_format` is unset: HAProxy's HTTP
+    /// log line, or JSON naming the route and Service by Kubernetes names.
+    pub access_log_format: AccessLogFormat,
     /// `namespace/name` of a TLS Secret served when no SNI matches; a
     /// generated self-signed certificate otherwise.
     pub default_certificate: Option<String>,
@@ -63,6 +66,10 @@ pub struct Settings {
     /// Port of a health listener whose `/healthz` answers 200 while this
     /// configuration serves (a bootstrap configuration answers 503 there).
     pub health_port: Option<u16>,
+    /// Whether the health listener also serves HAProxy's own Prometheus
+    /// exporter on `/metrics` (`haproxy_*` series; HAProxy must be built
+    /// with it, as Debian's and the official images are).
+    pub haproxy_metrics: bool,
     /// Whether Ingresses redirect HTTP to HTTPS on their TLS hosts unless
     /// they say otherwise (`hawser.dev/ssl-redirect`).
     pub ssl_redirect: bool,
@@ -104,12 +111,14 @@ impl Default for Settings {
             spare_backends: DEFAULT_SPARE_BACKENDS,
             log_target: "stdout format raw local0".to_string(),
             log_format: None,
+            access_log_format: AccessLogFormat::default(),
             default_certificate: None,
             ingress_controller: INGRESS_CONTROLLER.to_string(),
             gateway_controller: GATEWAY_CONTROLLER.to_string(),
             runtime_socket: None,
             server_state_file: None,
             health_port: None,
+            haproxy_metrics: false,
             ssl_redirect: true,
             hsts: true,
             foreign_annotations: ForeignAnnotations::default(),
@@ -184,6 +193,17 @@ impl Settings {
         }
         Ok(())
     }
+}
+
+/// `accessLogFormat`: what an access log line looks like.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AccessLogFormat {
+    /// HAProxy's HTTP log line (`option httplog`).
+    #[default]
+    Http,
+    /// One JSON object a line (`libraries/base/json_log.cfg.j2`).
+    Json,
 }
 
 /// `proxyProtocol`: the PROXY protocol on the public listeners.

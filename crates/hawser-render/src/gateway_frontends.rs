@@ -155,6 +155,9 @@ pub(crate) struct RuleView {
     pub rank: u64,
     /// For a comment: `HTTPRoute app/web rule 0 match 1 on Gateway app/gw listener http`.
     pub source: String,
+    /// The route it comes from, `<kind>/<namespace>/<name>`: what its
+    /// requests are counted by (see `base/route_counters.cfg`).
+    pub owner: String,
     /// All must hold for the rule to be chosen.
     pub conditions: Vec<Condition>,
     /// `rand(<pick>)` into `txn.gw_pick` before weighted choices.
@@ -175,6 +178,7 @@ impl RuleView {
             id,
             rank,
             source,
+            owner: String::new(),
             conditions,
             pick: None,
             request: Vec::new(),
@@ -400,6 +404,7 @@ fn http_rule(
         entry.route, entry.rule_index, entry.match_index
     );
     let mut rule = RuleView::new(id, map_routes::rank(entry), source, conditions);
+    rule.owner = route_owner(Kind::HttpRoute, &entry.route);
     if entry.unavailable {
         return rule.answering_500(chosen);
     }
@@ -471,3 +476,8 @@ fn weighted(
 
 #[cfg(test)]
 mod tests;
+
+/// `<kind>/<namespace>/<name>`: how a route's requests are counted.
+pub(crate) fn route_owner(kind: Kind, route: &ObjectKey) -> String {
+    format!("{kind}/{}/{}", route.namespace, route.name)
+}

@@ -46,8 +46,8 @@ pub mod validate;
 
 pub use backends::{BALANCE_ANNOTATION, BackendKey, TIMEOUT_SERVER_ANNOTATION};
 pub use config::{
-    AGENT_SETTINGS, ConfigError, INGRESS_CONTROLLER, RenderConfig, Settings, TemplateConfig,
-    Timeouts,
+    AGENT_SETTINGS, AccessLogFormat, ConfigError, INGRESS_CONTROLLER, RenderConfig, Settings,
+    TemplateConfig, Timeouts,
 };
 pub use fault::{Fault, fault_of};
 pub use gateway::{

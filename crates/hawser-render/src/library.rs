@@ -4,6 +4,8 @@
 //! |----------|-----------------------|-----------------------------------------|
 //! | base     | `base/haproxy.cfg`    | global, defaults, frontend skeleton      |
 //! | base     | `base/request_checks.cfg` | requests every HTTP frontend refuses |
+//! | base     | `base/route_counters.cfg` | requests and responses per route   |
+//! | base     | `base/json_log.cfg`   | the JSON access log's `log-format`       |
 //! | ingress  | `ingress/routing.cfg` | host/path routing through maps           |
 //! | backends | `backends/backends.cfg` | one backend per Service port          |
 //! | backends | `backends/spares.cfg` | routes to a Service served from a spare  |
@@ -33,6 +35,14 @@ pub const LIBRARY: &[(&str, &str)] = &[
     (
         "base/proxy_protocol.cfg",
         include_str!("../../../libraries/base/proxy_protocol.cfg.j2"),
+    ),
+    (
+        "base/route_counters.cfg",
+        include_str!("../../../libraries/base/route_counters.cfg.j2"),
+    ),
+    (
+        "base/json_log.cfg",
+        include_str!("../../../libraries/base/json_log.cfg.j2"),
     ),
     (
         "ingress/routing.cfg",

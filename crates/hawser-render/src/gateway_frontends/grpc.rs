@@ -27,6 +27,7 @@ pub(super) fn grpc_rule(
         entry.route, entry.rule_index, entry.match_index
     );
     let mut rule = RuleView::new(id, map_routes::GRPC_RANK, source, conditions);
+    rule.owner = super::route_owner(hawser_model::Kind::GrpcRoute, &entry.route);
     if entry.unavailable {
         return rule.answering_500(chosen);
     }

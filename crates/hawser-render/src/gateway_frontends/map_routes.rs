@@ -4,7 +4,7 @@
 //! haproxy.cfg. Every other rule stays an ACL rule in the frontend.
 //!
 //! ```text
-//!  rule in precedence order ──simple?──► map entry  <scope>@<host><path>|  →  <rank>:<backend>
+//!  rule in precedence order ──simple?──► map entry  <scope>@<host><path>|  →  <rank>:<backend>;<route>
 //!                             └─────────► ACL rule   (txn.gw_rule, txn.gw_rank = <rank>)
 //! ```
 //!
@@ -131,7 +131,8 @@ impl GatewayMap {
     pub(crate) fn add(&mut self, scope: &str, entry: &HttpRuleEntry, backend: &str) {
         let host = entry.hostname.as_deref().unwrap_or("");
         let base = format!("{scope}{SCOPE_END}{host}");
-        let value = format!("{}:{backend}", rank(entry));
+        let owner = super::route_owner(hawser_model::Kind::HttpRoute, &entry.route);
+        let value = format!("{}:{backend};{owner}", rank(entry));
         let mut keys = Vec::new();
         match entry.path.kind {
             PathMatchKind::Exact => keys.push(format!("{base}{}{ROUTE_KEY_END}", entry.path.value)),

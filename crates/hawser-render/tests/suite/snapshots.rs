@@ -236,7 +236,9 @@ fn hostile_values_inject_nothing() {
                 .unwrap_or(path);
             assert_eq!(host, "good.example.com", "{}: {line:?}", map.path);
             assert_eq!(validate::path(path), Ok(()), "{}: {line:?}", map.path);
-            let (backend, features) = fields[1].split_once('@').unwrap_or((fields[1], ""));
+            let (route, owner) = fields[1].split_once(';').expect("the route's Ingress");
+            assert_eq!(owner, "Ingress/hostile/good", "{}: {line:?}", map.path);
+            let (backend, features) = route.split_once('@').unwrap_or((route, ""));
             assert!(backend_names.contains(&backend), "{}: {line:?}", map.path);
             assert!(
                 ["", "hostile/good", "hostile/good:tls"].contains(&features),

@@ -11,18 +11,26 @@
 
 use crate::support;
 
-use support::{Backends, Manifests, Run, RunOptions, pod};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{Backends, Manifests, Request, Run, RunOptions, pod};
 
 fn service_series(name: &str, service: &str) -> String {
     format!("{name}{{namespace=\"shop\",service=\"{service}\",port=\"80\"}}")
 }
 
 fn route_series(name: &str, ingress: &str) -> String {
-    format!("{name}{{namespace=\"shop\",kind=\"Ingress\",name=\"{ingress}\"}}")
+    kind_series(name, "Ingress", ingress)
 }
 
-fn with_code(series: &str, code: &str) -> String {
-    format!("{},code=\"{code}\"}}", series.trim_end_matches('}'))
+fn kind_series(name: &str, kind: &str, route: &str) -> String {
+    format!("{name}{{namespace=\"shop\",kind=\"{kind}\",name=\"{route}\"}}")
+}
+
+/// `series` with one more label.
+fn with_label(series: &str, label: &str, value: &str) -> String {
+    format!("{},{label}=\"{value}\"}}", series.trim_end_matches('}'))
 }
 
 async fn send(run: &Run, host: &str, path: &str, count: usize, status: u16) {
@@ -33,7 +41,7 @@ async fn send(run: &Run, host: &str, path: &str, count: usize, status: u16) {
 }
 
 #[tokio::test]
-async fn traffic_is_counted_by_service_and_by_ingress() {
+async fn traffic_is_counted_by_service_and_by_route() {
     let backends = Backends::start(&[
         pod("shop", "web", "web-a"),
         pod("shop", "web", "web-b"),
@@ -47,34 +55,111 @@ async fn traffic_is_counted_by_service_and_by_ingress() {
     send(&run, "shop.example.com", "/api/items", 3, 200).await;
     send(&run, "admin.example.com", "/", 2, 200).await;
     send(&run, "shop.example.com", "/broken", 1, 503).await;
+    send(&run, "catalog.example.com", "/", 2, 200).await;
+    let beta = Request::get("catalog.example.com", "/").header("x-beta", "1");
+    assert_eq!(run.request(&beta).await.status, 200);
 
-    let web = service_series("hawser_service_requests_total", "web");
-    run.expect_metric(&web, 7.0).await;
-    run.expect_metric(
-        &with_code(&web, "2xx").replace("requests", "responses"),
-        7.0,
-    )
-    .await;
-    let api = service_series("hawser_service_requests_total", "api");
-    run.expect_metric(&api, 3.0).await;
+    run.expect_metric(&service_series("hawser_service_requests_total", "web"), 8.0)
+        .await;
+    let web_responses = service_series("hawser_service_responses_total", "web");
+    run.expect_metric(&with_label(&web_responses, "code", "2xx"), 8.0)
+        .await;
+    run.expect_metric(&service_series("hawser_service_requests_total", "api"), 5.0)
+        .await;
     let broken = service_series("hawser_service_responses_total", "broken");
-    run.expect_metric(&with_code(&broken, "5xx"), 1.0).await;
+    run.expect_metric(&with_label(&broken, "code", "5xx"), 1.0)
+        .await;
     let refused = service_series("hawser_service_connection_errors_total", "broken");
     let errors = run.metric(&refused).await.unwrap_or_default();
     assert!(errors >= 1.0, "{refused} = {errors}");
-    let up = with_code(&service_series("hawser_service_servers", "web"), "")
-        .replace("code=\"\"", "state=\"up\"");
-    run.expect_metric(&up, 2.0).await;
+    let servers = service_series("hawser_service_servers", "web");
+    run.expect_metric(&with_label(&servers, "state", "up"), 2.0)
+        .await;
 
     let storefront = route_series("hawser_route_requests_total", "storefront");
     run.expect_metric(&storefront, 9.0).await;
     run.expect_metric(&route_series("hawser_route_requests_total", "admin"), 2.0)
         .await;
     let storefront_responses = route_series("hawser_route_responses_total", "storefront");
-    run.expect_metric(&with_code(&storefront_responses, "2xx"), 8.0)
+    run.expect_metric(&with_label(&storefront_responses, "code", "2xx"), 8.0)
         .await;
-    run.expect_metric(&with_code(&storefront_responses, "5xx"), 1.0)
+    run.expect_metric(&with_label(&storefront_responses, "code", "5xx"), 1.0)
         .await;
+    // Gateway API routes, from the gateway map and from a rule of their own.
+    let catalog = kind_series("hawser_route_requests_total", "HTTPRoute", "catalog");
+    run.expect_metric(&catalog, 2.0).await;
+    let beta = kind_series("hawser_route_requests_total", "HTTPRoute", "beta");
+    run.expect_metric(&beta, 1.0).await;
+}
+
+#[tokio::test]
+async fn the_json_access_log_names_the_route_and_the_service_and_haproxy_exports_its_own() {
+    let backends = Backends::start(&[
+        pod("shop", "web", "web-a"),
+        pod("shop", "web", "web-b"),
+        pod("shop", "api", "api-a"),
+    ]);
+    let manifests = Manifests::from_fixture("run_traffic_metrics", &backends.vars());
+    let options = RunOptions {
+        config_tail: "  accessLogFormat: json\n  haproxyMetrics: true\n".to_string(),
+        ..RunOptions::default()
+    };
+    let run = Run::start_with(manifests.path(), options).await;
+    run.wait_converged().await;
+    send(&run, "shop.example.com", "/api/items?page=2", 1, 200).await;
+    // HAProxy's own exporter, on the health listener.
+    let exporter = run.get_on(run.health, "hawser", "/metrics").await;
+    assert_eq!(exporter.status, 200, "{}", exporter.text());
+    assert!(
+        exporter.text().contains("haproxy_process_"),
+        "{}",
+        exporter.text()
+    );
+    send(&run, "catalog.example.com", "/", 1, 200).await;
+
+    let ingress = access_log_line(&run, "/api/items?page=2").await;
+    for (field, value) in [
+        ("route_kind", "Ingress"),
+        ("route_namespace", "shop"),
+        ("route", "storefront"),
+        ("service_namespace", "shop"),
+        ("service", "api"),
+        ("service_port", "80"),
+        ("method", "GET"),
+        ("host", "shop.example.com"),
+    ] {
+        assert_eq!(ingress[field], value, "{field}: {ingress:#}");
+    }
+    assert_eq!(ingress["status"], 200, "{ingress:#}");
+    let route = access_log_line(&run, "/").await;
+    for (field, value) in [
+        ("route_kind", "HTTPRoute"),
+        ("route", "catalog"),
+        ("service", "api"),
+    ] {
+        assert_eq!(route[field], value, "{field}: {route:#}");
+    }
+}
+
+/// Waits for the JSON access log line of the request for `uri`.
+async fn access_log_line(run: &Run, uri: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let output = run.output();
+        let found = output
+            .lines()
+            .filter_map(|line| line.strip_prefix("stdout: "))
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .find(|entry| entry["uri"] == uri);
+        if let Some(entry) = found {
+            return entry;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no JSON access log line for {uri}:\n{output}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// Service `name` of namespace `shop` with its one pod, and Ingress `name`

@@ -140,15 +140,15 @@ fn keys_follow_the_ingress_encoding_under_a_scope() {
         [
             (
                 "ingress.http@a.example.com/a/".to_string(),
-                format!("{}:be_prefix", rank(&prefix))
+                format!("{}:be_prefix;HTTPRoute/app/web", rank(&prefix))
             ),
             (
                 "ingress.http@a.example.com/a|".to_string(),
-                format!("{}:be_exact", rank(&exact))
+                format!("{}:be_exact;HTTPRoute/app/web", rank(&exact))
             ),
             (
                 "ingress.http@/".to_string(),
-                format!("{}:be_any", rank(&any))
+                format!("{}:be_any;HTTPRoute/app/web", rank(&any))
             ),
         ]
     );
