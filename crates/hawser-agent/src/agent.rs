@@ -749,7 +749,10 @@ impl Core {
     }
 
     async fn restart(&mut self, supervisor: &mut Supervisor) {
-        self.status.send_modify(|s| s.haproxy_restarts += 1);
+        self.status.send_modify(|s| {
+            s.haproxy_restarts += 1;
+            s.phase = Phase::Restarting;
+        });
         if self.tree.current() != self.tree.lkg()
             && let Ok(Some(lkg)) = self.tree.roll_back()
             && let Ok((files, plan)) = self.tree.read(lkg)

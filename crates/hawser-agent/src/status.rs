@@ -19,6 +19,9 @@ pub enum Phase {
     Serving,
     /// A reload is in flight.
     Reloading,
+    /// HAProxy's master exited (a crash, or killed): it is being started
+    /// again on the applied version. Not ready: nothing is listening.
+    Restarting,
     /// Stopping HAProxy.
     Draining,
     Stopped,
@@ -32,6 +35,7 @@ impl Phase {
             Phase::Bootstrap => "bootstrap",
             Phase::Serving => "serving",
             Phase::Reloading => "reloading",
+            Phase::Restarting => "restarting",
             Phase::Draining => "draining",
             Phase::Stopped => "stopped",
         }
