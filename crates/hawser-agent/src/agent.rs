@@ -37,10 +37,12 @@ use crate::tree::{TreeError, TreeStore, VersionName};
 use hawser_plan::Generation;
 
 mod apply_error;
+mod retry;
 mod runtime_first;
 mod stage;
 
 use apply_error::ApplyError;
+use retry::Retry;
 use runtime_first::AtRuntime;
 
 /// One rendered version to apply.
@@ -425,6 +427,7 @@ impl Core {
     ) -> Option<Supervisor> {
         let mut drift = tokio::time::interval(self.config.drift_interval);
         drift.tick().await;
+        let mut retry = Retry::default();
         loop {
             tokio::select! {
                 _ = stop.changed() => break,
@@ -433,9 +436,19 @@ impl Core {
                         break;
                     }
                     let next = desired.borrow_and_update().clone();
+                    retry.clear();
                     if let Some(next) = next {
-                        self.apply(&next, &mut desired).await;
+                        self.apply(next, &mut desired, &mut retry).await;
                     }
+                }
+                again = retry.due(), if retry.is_pending() => {
+                    // A newer version replaces it: the next turn applies that.
+                    if desired.has_changed().unwrap_or(false) {
+                        retry.clear();
+                        continue;
+                    }
+                    info!(generation = again.generation.get(), "trying the version again");
+                    self.apply(again, &mut desired, &mut retry).await;
                 }
                 _ = drift.tick() => self.repair_drift().await,
                 exit = wait_exit(&mut supervisor) => {
@@ -493,18 +506,24 @@ impl Core {
         self.status.send_modify(|s| s.phase = phase);
     }
 
+    /// Applies `desired`; when it fails for a reason not its own, schedules
+    /// it in `retry` (and says so in the same status update).
     async fn apply(
         &mut self,
-        desired: &Desired,
+        desired: Arc<Desired>,
         newer: &mut watch::Receiver<Option<Arc<Desired>>>,
+        retry: &mut Retry,
     ) {
         let started = Instant::now();
         self.status
             .send_modify(|s| s.desired_generation = Some(desired.generation));
         let mut phases = Phases::default();
-        let result = self.try_apply(desired, newer, &mut phases).await;
+        let result = self.try_apply(&desired, newer, &mut phases).await;
         let (kind, summary, error) = match result {
-            Ok(Some((kind, summary))) => (kind, summary, None),
+            Ok(Some((kind, summary))) => {
+                retry.clear();
+                (kind, summary, None)
+            }
             Ok(None) => return, // superseded by a newer version before anything changed
             Err(error) => {
                 warn!(
@@ -512,7 +531,16 @@ impl Core {
                     reason = error.metric_label(),
                     "rejected: {error}"
                 );
-                (ApplyKind::Rejected, String::new(), Some(error.to_string()))
+                let mut said = error.to_string();
+                if error.is_transient() {
+                    retry.schedule(Arc::clone(&desired));
+                    let wait = retry.wait().unwrap_or_default().as_secs();
+                    warn!("the failure is not the version's own: trying it again in {wait} s");
+                    said.push_str(&format!(" (trying again in {wait} s)"));
+                } else {
+                    retry.clear();
+                }
+                (ApplyKind::Rejected, String::new(), Some(said))
             }
         };
         let outcome = ApplyOutcome {

@@ -28,6 +28,14 @@ pub enum OpError {
     Input { op: String, reason: String },
 }
 
+impl OpError {
+    /// Whether HAProxy's runtime API did not answer at all (see
+    /// [`SocketError::is_unanswered`]).
+    pub fn is_unanswered(&self) -> bool {
+        matches!(self, OpError::Socket { source, .. } if source.is_unanswered())
+    }
+}
+
 /// Runs `ops` in order; stops at the first failure.
 pub async fn execute(
     api: &RuntimeApi,

@@ -148,6 +148,17 @@ pub struct AgentLinkStatus {
     pub reconnects: u64,
 }
 
+impl AgentLinkStatus {
+    /// The connection is gone: what the agent holds is no longer known, so
+    /// it is not counted converged (it serves on, but may miss what the
+    /// controller renders meanwhile). `serving_generation` stays: what it
+    /// was last seen serving, for Gateway API status.
+    pub fn lose_connection(&mut self) {
+        self.connected = false;
+        self.converged = false;
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct FleetStatus {
     /// This controller's leader epoch; `None` while it does not lead.

@@ -141,6 +141,20 @@ pub enum SocketError {
 }
 
 impl SocketError {
+    /// Whether HAProxy did not answer at all (busy, refused, cut off, too
+    /// slow), as opposed to answering no: the same command may go through
+    /// later.
+    pub fn is_unanswered(&self) -> bool {
+        matches!(
+            self,
+            Self::Busy { .. }
+                | Self::Connect { .. }
+                | Self::Io { .. }
+                | Self::Timeout { .. }
+                | Self::NoReply { .. }
+        )
+    }
+
     /// A stable category for metrics and events.
     pub fn metric_label(&self) -> &'static str {
         match self {

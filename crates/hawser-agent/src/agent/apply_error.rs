@@ -5,6 +5,7 @@
 use hawser_haproxy::StagedTreeError;
 
 use crate::reload::ReloadError;
+use crate::runtime_ops::OpError;
 use crate::tree::TreeError;
 
 #[derive(Debug, thiserror::Error)]
@@ -21,15 +22,36 @@ pub enum ApplyError {
     /// HAProxy refused it on reload, or the reload could not be verified.
     #[error(transparent)]
     Reload(#[from] ReloadError),
+    /// HAProxy's runtime API did not answer: the change could not be made
+    /// at runtime, and a reload would not be verified either.
+    #[error("HAProxy's runtime API does not answer: {0}")]
+    Unanswered(OpError),
 }
 
 impl ApplyError {
+    /// Whether the failure is not the version's own, so the same version
+    /// may apply later (see the `retry` module): the state directory or a
+    /// socket failed, the master CLI stayed busy, or `haproxy -c` could
+    /// not be run. A version the policy, `haproxy -c` or HAProxy's reload
+    /// refused, or whose reload was not verified, would fail again.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ApplyError::Stage(_) | ApplyError::Publish(_) | ApplyError::Unanswered(_) => true,
+            ApplyError::Check(e) => matches!(e, StagedTreeError::Unjudged(_)),
+            ApplyError::Reload(e) => matches!(
+                e,
+                ReloadError::Busy | ReloadError::Socket(_) | ReloadError::StateFile { .. }
+            ),
+        }
+    }
+
     /// A stable category for metrics: the step, then its own reason.
     pub fn metric_label(&self) -> &'static str {
         match self {
             ApplyError::Stage(e) | ApplyError::Publish(e) => e.metric_label(),
             ApplyError::Check(e) => e.metric_label(),
             ApplyError::Reload(e) => e.metric_label(),
+            ApplyError::Unanswered(_) => "runtime_unanswered",
         }
     }
 }

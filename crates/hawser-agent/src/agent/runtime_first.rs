@@ -93,6 +93,12 @@ impl Core {
             }
         };
         if let Err(e) = executed {
+            if e.is_unanswered() {
+                // A reload is verified through the same socket: it would
+                // only wait longer. What went through is put right when
+                // the version is tried again (or by drift repair).
+                return Err(ApplyError::Unanswered(e));
+            }
             warn!("runtime change failed ({e}); reloading instead");
             self.check_version(version, desired, phases).await?;
             let reason = format!("runtime change failed: {e}");

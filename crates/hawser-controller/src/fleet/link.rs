@@ -97,7 +97,7 @@ impl Link {
                 && !self.reconcile(open).await
             {
                 live = None;
-                self.update(|a| a.connected = false);
+                self.update(AgentLinkStatus::lose_connection);
             }
             let state_changed = async {
                 match live.as_mut() {
@@ -142,7 +142,7 @@ impl Link {
             // Dialling without an identity would only be refused.
             *live = None;
             self.update(|a| {
-                a.connected = false;
+                a.lose_connection();
                 a.last_error = Some(
                     "the controller has no valid tls material (its status says why under tls.last_error)"
                         .to_string(),
@@ -182,7 +182,7 @@ impl Link {
                     warn!(agent = %self.key, reason = error.metric_label(), "{error_text}");
                 }
                 self.update(|a| {
-                    a.connected = false;
+                    a.lose_connection();
                     a.last_error = Some(error_text);
                 });
             }

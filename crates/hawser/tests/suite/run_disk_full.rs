@@ -9,7 +9,8 @@
 //! `hawser_failed_stages_total{reason="disk_full"}` series must count it, no
 //! `staging.*` entry may remain, `current` must still name the version served
 //! before, whose routes answer while the new Ingress's host does not. Once the
-//! filler is removed, a further change must be served.
+//! filler is removed, the version that did not fit must be served without a
+//! further change (it is tried again), and a further change too.
 //!
 //! Needs `mount` (root); skipped with a message where it is not permitted.
 
@@ -194,6 +195,9 @@ async fn a_version_that_does_not_fit_leaves_the_served_one_and_the_next_applies_
     assert_eq!(run.get("b.example.com", "/").await.status, 404);
 
     tmpfs.free();
+    // The version that did not fit is tried again by itself once there is
+    // room: its failure was not its own.
+    expect_status_eventually(&run, "b.example.com", 200).await;
     run.write_manifest(
         "more.yaml",
         &ingress("b", &["b.example.com", "c.example.com"]),

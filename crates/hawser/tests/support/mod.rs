@@ -37,6 +37,7 @@ mod http;
 mod keep_alive;
 mod load;
 mod process;
+pub mod proxy;
 mod run;
 mod split;
 mod state_dir;

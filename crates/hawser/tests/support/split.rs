@@ -316,9 +316,20 @@ pub struct ControllerProc {
 
 impl ControllerProc {
     pub fn start(manifests: &Path, agents: &[&AgentProc], tls_dir: &Path, args: &[&str]) -> Self {
+        let addresses: Vec<SocketAddr> = agents.iter().map(|a| a.listen).collect();
+        ControllerProc::start_at(manifests, &addresses, tls_dir, args)
+    }
+
+    /// A controller pushing to agents at `addresses` (a proxy's, say).
+    pub fn start_at(
+        manifests: &Path,
+        addresses: &[SocketAddr],
+        tls_dir: &Path,
+        args: &[&str],
+    ) -> Self {
         let mut source: Vec<String> = vec!["--manifests".into(), manifests.display().to_string()];
-        for agent in agents {
-            source.extend(["--agent".into(), agent.listen.to_string()]);
+        for address in addresses {
+            source.extend(["--agent".into(), address.to_string()]);
         }
         ControllerProc::launch(manifests, tls_dir, &source, args, &[], None)
     }
