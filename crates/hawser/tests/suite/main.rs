@@ -59,6 +59,7 @@ mod run_old_workers;
 mod run_quarantine;
 mod run_rejections;
 mod run_seed_000;
+mod run_served_certificates;
 mod run_spare_backends;
 mod run_ssl_transaction;
 mod run_tcp_services;
