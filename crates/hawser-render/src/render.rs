@@ -14,7 +14,7 @@ use crate::gateway_frontends::{self, GatewayView};
 use crate::ingress::{self, RouteTable, Target, TlsUse};
 use crate::library::ENTRY_TEMPLATE;
 use crate::report::{Diagnostic, Diagnostics};
-use crate::tls::{self, CertificatePem, ServedCertificates};
+use crate::tls::{self, CertificatePem, DefaultCertificate, ServedCertificates};
 use crate::{backends, engine, pools};
 use hawser_plan::{
     BackendMode, BackendPlan, FileKind, FileSet, MapEntry, MapPlan, Plan, SPARES_MAP_PATH,
@@ -242,11 +242,11 @@ impl Renderer {
             let (path, lua) = (gateway_frontends::LUA_PATH, gateway_frontends::MIRROR_LUA);
             files.insert(path, FileKind::Lua, lua);
         }
-        let (default_cert, default_source) = self.default_certificate(store, &mut diags);
+        let default_cert = self.default_certificate(store, &mut diags);
         let certificates = tls::certificates(
             store,
             &routes.tls,
-            (&default_cert, default_source),
+            &default_cert,
             self.unix_now(),
             &mut files,
             &mut diags,
@@ -318,16 +318,11 @@ impl Renderer {
         }
     }
 
-    fn default_certificate(
-        &self,
-        store: &Store,
-        diags: &mut Diagnostics,
-    ) -> (CertificatePem, String) {
-        let generated = || {
-            (
-                self.default_certificate.clone(),
-                self.default_source.to_string(),
-            )
+    fn default_certificate(&self, store: &Store, diags: &mut Diagnostics) -> DefaultCertificate {
+        let generated = || DefaultCertificate {
+            pem: self.default_certificate.clone(),
+            source: self.default_source.to_string(),
+            secret: None,
         };
         let Some(name) = &self.config.settings.default_certificate else {
             return generated();
@@ -340,7 +335,11 @@ impl Renderer {
             .secret(&secret_ref.key)
             .map(CertificatePem::from_secret)
         {
-            Some(Ok(pem)) => (pem, secret_ref.to_string()),
+            Some(Ok(pem)) => DefaultCertificate {
+                pem,
+                source: secret_ref.to_string(),
+                secret: Some(secret_ref.key),
+            },
             Some(Err(reason)) => {
                 diags.reject(
                     &secret_ref,

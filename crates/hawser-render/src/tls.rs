@@ -13,6 +13,7 @@
 //! its expiry is reported ([`ServedCertificate`]).
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -128,6 +129,15 @@ pub struct ServedCertificate {
 /// Served certificates by their Secret's `namespace/name`.
 pub type ServedCertificates = BTreeMap<String, ServedCertificate>;
 
+/// The certificate served when no SNI name matches, and where it came
+/// from: `source` for the plan, `secret` when it is a Secret's
+/// (`settings.defaultCertificate`).
+pub(crate) struct DefaultCertificate {
+    pub pem: CertificatePem,
+    pub source: String,
+    pub secret: Option<ObjectKey>,
+}
+
 /// What [`certificates`] makes: plan entries, the crt-list, and what is
 /// served.
 pub(crate) struct CertificateOutput {
@@ -192,23 +202,20 @@ fn pem_block(label: &str, der: &[u8]) -> Vec<u8> {
 pub(crate) fn certificates(
     store: &Store,
     uses: &BTreeMap<ObjectKey, TlsUse>,
-    default: (&CertificatePem, String),
+    default: &DefaultCertificate,
     now: i64,
     files: &mut FileSet,
     diags: &mut Diagnostics,
 ) -> CertificateOutput {
-    let (default_cert, default_source) = default;
     files.insert(
         DEFAULT_CERT_PATH,
         FileKind::Certificate,
-        default_cert.as_bytes(),
+        default.pem.as_bytes(),
     );
     let mut plans = vec![CertificatePlan {
         path: DEFAULT_CERT_PATH.to_string(),
-        not_after: default_source
-            .starts_with("Secret ")
-            .then(|| default_cert.not_after()),
-        source: default_source,
+        not_after: default.secret.as_ref().map(|_| default.pem.not_after()),
+        source: default.source.clone(),
     }];
     let mut served = ServedCertificates::new();
     let mut entries = vec![CrtListEntry {
@@ -249,6 +256,12 @@ pub(crate) fn certificates(
         });
         entries.extend(crt_list_entries(&path, usage));
     }
+    // Named by an Ingress too, the default is listed as that serves it.
+    if let Some(key) = &default.secret
+        && let Entry::Vacant(entry) = served.entry(key.to_string())
+    {
+        entry.insert(served_default(store, key, &default.pem, now, diags));
+    }
     plans.sort_by(|a, b| a.path.cmp(&b.path));
     let crt_list = CrtListPlan {
         path: CRT_LIST_PATH.to_string(),
@@ -260,6 +273,24 @@ pub(crate) fn certificates(
         crt_list,
         served,
     }
+}
+
+/// Secret `key`'s certificate `pem`, served as the default certificate:
+/// for every name no other certificate serves, so there is no host to check.
+fn served_default(
+    store: &Store,
+    key: &ObjectKey,
+    pem: &CertificatePem,
+    now: i64,
+    diags: &mut Diagnostics,
+) -> ServedCertificate {
+    let secret_ref = ObjectRef::new(Kind::Secret, key.clone());
+    let ca = store.secret(key).and_then(|s| s.ca_crt.as_deref());
+    let certificate = served_certificate(&secret_ref, pem, ca, &TlsUse::default(), now);
+    for warning in &certificate.warnings {
+        diags.warn(&secret_ref, &warning.message);
+    }
+    certificate
 }
 
 /// The crt-list lines of the certificate at `path`: one per client CA of its

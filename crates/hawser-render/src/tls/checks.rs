@@ -56,12 +56,19 @@ pub(crate) fn check(
         }
         where_served.push_str("its own names");
     }
+    // Served for no name of its own: it is the default certificate.
+    let instead = if where_served.is_empty() {
+        where_served.push_str("the names no other certificate serves (the default certificate)");
+        "a generated one"
+    } else {
+        "the default certificate"
+    };
     let mut warnings = Vec::new();
     if now > leaf.not_after {
         warnings.push(CertificateWarning {
             reason: "CertificateExpired",
             message: format!(
-                "TLS {secret}: its certificate expired at {}; served anyway for {where_served} (refusing it would serve the default certificate, which fails every client): clients refuse it until it is renewed",
+                "TLS {secret}: its certificate expired at {}; served anyway for {where_served} (refusing it would serve {instead}, which fails every client): clients refuse it until it is renewed",
                 utc(leaf.not_after)
             ),
         });
@@ -70,7 +77,7 @@ pub(crate) fn check(
         warnings.push(CertificateWarning {
             reason: "CertificateNotYetValid",
             message: format!(
-                "TLS {secret}: its certificate is not valid before {}; served anyway for {where_served} (refusing it would serve the default certificate, which fails every client): clients refuse it until then",
+                "TLS {secret}: its certificate is not valid before {}; served anyway for {where_served} (refusing it would serve {instead}, which fails every client): clients refuse it until then",
                 utc(leaf.not_before)
             ),
         });
@@ -90,7 +97,7 @@ pub(crate) fn check(
         warnings.push(CertificateWarning {
             reason: "CertificateHostMismatch",
             message: format!(
-                "TLS {secret}: its certificate does not cover {} (its names: {names}); served anyway for {where_served} (refusing it would serve the default certificate, which fails every client): clients refuse it for those hosts",
+                "TLS {secret}: its certificate does not cover {} (its names: {names}); served anyway for {where_served} (refusing it would serve {instead}, which fails every client): clients refuse it for those hosts",
                 listed(&uncovered)
             ),
         });

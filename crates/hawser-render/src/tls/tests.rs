@@ -169,22 +169,28 @@ mod served {
     }
 
     fn serve(secrets: Vec<Secret>, uses: Vec<(ObjectKey, TlsUse)>, now: i64) -> Served {
+        let default = DefaultCertificate {
+            pem: generate_default_certificate().expect("default"),
+            source: "generated".to_string(),
+            secret: None,
+        };
+        serve_with_default(secrets, uses, now, &default)
+    }
+
+    fn serve_with_default(
+        secrets: Vec<Secret>,
+        uses: Vec<(ObjectKey, TlsUse)>,
+        now: i64,
+        default: &DefaultCertificate,
+    ) -> Served {
         let mut store = Store::new();
         for secret in secrets {
             store.insert(Object::Secret(secret));
         }
         let uses: BTreeMap<ObjectKey, TlsUse> = uses.into_iter().collect();
-        let default = generate_default_certificate().expect("default");
         let mut files = FileSet::default();
         let mut diags = Diagnostics::default();
-        let output = certificates(
-            &store,
-            &uses,
-            (&default, "generated".to_string()),
-            now,
-            &mut files,
-            &mut diags,
-        );
+        let output = certificates(&store, &uses, default, now, &mut files, &mut diags);
         Served {
             output,
             diagnostics: diags.finish(),
@@ -426,6 +432,39 @@ mod served {
         );
         assert!(rejected[1].contains("Secret app/mismatch: tls.key does not match"));
         assert!(!served.output.served.contains_key("app/garbage"));
+    }
+
+    #[test]
+    fn an_expired_default_certificate_from_a_secret_is_served_listed_and_warned_about() {
+        let pki = pki();
+        let (crt, key) = chained(&pki, &["fallback.example.com"]);
+        let default = DefaultCertificate {
+            pem: CertificatePem::from_parts(crt.as_bytes(), key.as_bytes()).expect("pem"),
+            source: "Secret app/fallback".to_string(),
+            secret: Some(ObjectKey::new("app", "fallback")),
+        };
+        let served = serve_with_default(
+            vec![secret("fallback", &crt, &key, None)],
+            Vec::new(),
+            VALID_UNTIL + DAY,
+            &default,
+        );
+        let plan = served
+            .output
+            .plans
+            .iter()
+            .find(|p| p.path == DEFAULT_CERT_PATH);
+        assert_eq!(plan.and_then(|p| p.not_after), Some(VALID_UNTIL));
+        assert!(served.rejected().is_empty());
+        let certificate = &served.output.served["app/fallback"];
+        assert!(certificate.hosts.is_empty());
+        let warnings = served.warnings("fallback");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert_eq!(
+            warnings[0].1,
+            "TLS Secret app/fallback: its certificate expired at 2030-01-31T00:00:00Z; served anyway for the names no other certificate serves (the default certificate) (refusing it would serve a generated one, which fails every client): clients refuse it until it is renewed"
+        );
+        assert_eq!(served.warned(&secret_ref("fallback")).len(), 1);
     }
 
     #[test]
