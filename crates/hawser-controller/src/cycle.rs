@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use hawser_model::Store;
 use hawser_plan::Generation;
-use hawser_render::{RenderConfig, Rendered, Renderer, Severity, SpareStatus};
+use hawser_render::{RenderConfig, Rendered, Renderer, ServedCertificates, Severity, SpareStatus};
 use serde::Serialize;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -82,6 +82,11 @@ pub struct ControllerStatus {
     /// The spare backends of the last render: how many are free, and which
     /// Service each lent one serves (its name in HAProxy's statistics).
     pub spare_backends: SpareStatus,
+    /// The Secrets the last render serves as certificates, by
+    /// `namespace/name`: when each expires (`notAfter`, Unix seconds), its
+    /// hosts, and what its checks warn about (expired, not yet valid, not
+    /// for a host, without its intermediate).
+    pub served_certificates: ServedCertificates,
 }
 
 fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -262,6 +267,7 @@ impl RenderCycle {
             s.source_problems = problems;
             s.last_render_duration = started.elapsed();
             s.spare_backends = SpareStatus::of(&render.rendered.plan);
+            s.served_certificates = (*render.rendered.served_certificates).clone();
             if generation.is_some() {
                 s.generation = generation;
             }

@@ -248,6 +248,11 @@ pub struct CertificatePlan {
     pub path: String,
     /// Where it came from (`Secret app/web-tls`, or `generated`).
     pub source: String,
+    /// When a Secret's certificate expires: its notAfter, Unix seconds
+    /// (none for a generated or given default certificate, and in plans
+    /// from older controllers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_after: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

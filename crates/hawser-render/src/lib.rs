@@ -17,8 +17,11 @@
 //! runtime (`docs/annotations.md`).
 //!
 //! A render is deterministic: the same store and configuration give the same
-//! bytes. It never fails because of one object: a bad object is rejected with a
-//! [`Diagnostic`] naming it and the rest renders. It fails only when the
+//! bytes and plan. Only warnings may also depend on the time (a certificate
+//! expired or not yet valid, checked against the renderer's clock): the
+//! clock never rejects anything. It never fails because of one object: a
+//! bad object is rejected with a [`Diagnostic`] naming it and the rest
+//! renders. It fails only when the
 //! configuration or a template is wrong ([`RenderError`]).
 //!
 //! The [`Plan`] states the render's structure (backends, servers, maps,
@@ -70,4 +73,7 @@ pub use render::{
     CONFIG_PATH, NOT_FOUND_BACKEND, ROUTE_KEY_END, ROUTES_MAP_PATH, RenderError, Rendered, Renderer,
 };
 pub use report::{Diagnostic, Severity};
-pub use tls::{CRT_LIST_PATH, CertificatePem, DEFAULT_CERT_PATH, generate_default_certificate};
+pub use tls::{
+    CRT_LIST_PATH, CertificatePem, CertificateWarning, DEFAULT_CERT_PATH, ServedCertificate,
+    ServedCertificates, generate_default_certificate,
+};

@@ -3,6 +3,7 @@
 use hawser_model::{Kind, ObjectKey, ObjectRef, Store};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use minijinja::Environment;
 
@@ -13,7 +14,7 @@ use crate::gateway_frontends::{self, GatewayView};
 use crate::ingress::{self, RouteTable, Target, TlsUse};
 use crate::library::ENTRY_TEMPLATE;
 use crate::report::{Diagnostic, Diagnostics};
-use crate::tls::{self, CertificatePem};
+use crate::tls::{self, CertificatePem, DefaultCertificate, ServedCertificates};
 use crate::{backends, engine, pools};
 use hawser_plan::{
     BackendMode, BackendPlan, FileKind, FileSet, MapEntry, MapPlan, Plan, SPARES_MAP_PATH,
@@ -86,6 +87,9 @@ pub struct Rendered {
     /// The Gateway API status this render's objects earn (what a cluster
     /// writes on GatewayClasses, Gateways and routes).
     pub gateway_status: Arc<GatewayStatus>,
+    /// The Secrets served as certificates, by `namespace/name`: their
+    /// expiry, hosts and the warnings their checks gave.
+    pub served_certificates: Arc<ServedCertificates>,
 }
 
 /// Holds the compiled templates and the generated default certificate, so
@@ -97,6 +101,10 @@ pub struct Renderer {
     default_certificate: CertificatePem,
     /// Where the default certificate came from, for the plan.
     default_source: &'static str,
+    /// The time certificates are checked against; none: the system clock,
+    /// read once per render. Only warnings depend on it, never the files
+    /// or the plan.
+    fixed_time: Option<SystemTime>,
 }
 
 impl Renderer {
@@ -112,7 +120,15 @@ impl Renderer {
             env,
             default_certificate,
             default_source: "generated",
+            fixed_time: None,
         })
+    }
+
+    /// Checks certificates as if it were `now` (tests shift the clock
+    /// with it), instead of reading the system clock at each render.
+    pub fn at_time(mut self, now: SystemTime) -> Self {
+        self.fixed_time = Some(now);
+        self
     }
 
     /// Serves this certificate when no SNI matches, instead of a generated one
@@ -226,12 +242,12 @@ impl Renderer {
             let (path, lua) = (gateway_frontends::LUA_PATH, gateway_frontends::MIRROR_LUA);
             files.insert(path, FileKind::Lua, lua);
         }
-        let (default_cert, default_source) = self.default_certificate(store, &mut diags);
-        let (certificates, crt_list) = tls::certificates(
+        let default_cert = self.default_certificate(store, &mut diags);
+        let certificates = tls::certificates(
             store,
             &routes.tls,
             &default_cert,
-            default_source,
+            self.unix_now(),
             &mut files,
             &mut diags,
         );
@@ -239,8 +255,8 @@ impl Renderer {
             structure_digest: String::new(),
             backends: Vec::new(),
             maps,
-            certificates,
-            crt_lists: vec![crt_list],
+            certificates: certificates.plans,
+            crt_lists: vec![certificates.crt_list],
         };
         let default_backend = routes
             .default_backend
@@ -289,19 +305,24 @@ impl Renderer {
             diagnostics: diags.finish(),
             config: Arc::clone(&self.config),
             gateway_status: Arc::new(gateway_status),
+            served_certificates: Arc::new(certificates.served),
         })
     }
 
-    fn default_certificate(
-        &self,
-        store: &Store,
-        diags: &mut Diagnostics,
-    ) -> (CertificatePem, String) {
-        let generated = || {
-            (
-                self.default_certificate.clone(),
-                self.default_source.to_string(),
-            )
+    /// The render's clock, in Unix seconds.
+    fn unix_now(&self) -> i64 {
+        let now = self.fixed_time.unwrap_or_else(SystemTime::now);
+        match now.duration_since(UNIX_EPOCH) {
+            Ok(after) => i64::try_from(after.as_secs()).unwrap_or(i64::MAX),
+            Err(before) => i64::try_from(before.duration().as_secs()).map_or(i64::MIN, |s| -s),
+        }
+    }
+
+    fn default_certificate(&self, store: &Store, diags: &mut Diagnostics) -> DefaultCertificate {
+        let generated = || DefaultCertificate {
+            pem: self.default_certificate.clone(),
+            source: self.default_source.to_string(),
+            secret: None,
         };
         let Some(name) = &self.config.settings.default_certificate else {
             return generated();
@@ -314,7 +335,11 @@ impl Renderer {
             .secret(&secret_ref.key)
             .map(CertificatePem::from_secret)
         {
-            Some(Ok(pem)) => (pem, secret_ref.to_string()),
+            Some(Ok(pem)) => DefaultCertificate {
+                pem,
+                source: secret_ref.to_string(),
+                secret: Some(secret_ref.key),
+            },
             Some(Err(reason)) => {
                 diags.reject(
                     &secret_ref,

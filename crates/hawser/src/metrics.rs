@@ -1,8 +1,10 @@
 //! Prometheus metrics: applies, reloads, runtime operations, failures and
 //! durations (fed by an agent's outcomes and status), renders, pushes to
-//! agents (fed by the fleet's status), certificate expiry, and how much of
-//! the sandbox around checks the kernel enforces.
+//! agents (fed by the fleet's status), certificate expiry (the process's
+//! own identity, and every TLS Secret HAProxy serves), and how much of the
+//! sandbox around checks the kernel enforces.
 
+mod served_certificates;
 mod traffic;
 
 use std::sync::Arc;
@@ -67,6 +69,7 @@ pub struct Metrics {
     failed_pushes: Counter,
     push_bytes: Counter,
     certificate_expiry: Gauge,
+    served_expiry: served_certificates::ServedExpiry,
     leader: Gauge,
     leader_epoch: Gauge,
     sandbox_enforced: Gauge,
@@ -108,6 +111,7 @@ impl Metrics {
             failed_pushes: Counter::default(),
             push_bytes: Counter::default(),
             certificate_expiry: Gauge::default(),
+            served_expiry: served_certificates::ServedExpiry::default(),
             leader: Gauge::default(),
             leader_epoch: Gauge::default(),
             sandbox_enforced: Gauge::default(),
@@ -214,6 +218,7 @@ impl Metrics {
             "Seconds until this process's controller/agent identity expires (0 when none is loaded)",
             m.certificate_expiry.clone(),
         );
+        m.served_expiry.register(&mut registry);
         registry.register(
             "leader",
             "1 while this controller leads (pushes to agents, writes status)",
@@ -339,11 +344,13 @@ impl Metrics {
                 .get_or_create(&StateLabel { state })
                 .set(i64::try_from(count).unwrap_or(i64::MAX));
         }
+        self.served_expiry.follow(&now.served_certificates);
     }
 
     /// The text exposition format of a scrape: with `agent`, HAProxy's
     /// traffic by Kubernetes names too, read from it now.
     pub async fn scrape(&self, agent: Option<&AgentHandle>) -> String {
+        self.served_expiry.refresh(SystemTime::now());
         let mut out = String::new();
         if prometheus_client::encoding::text::encode_registry(&mut out, &self.registry).is_err() {
             out.clear();

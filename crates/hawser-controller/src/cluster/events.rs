@@ -1,5 +1,7 @@
 //! Kubernetes Events on the objects a render rejects, so `kubectl describe
-//! ingress` says why hawser does not serve it, and on the Gateway API
+//! ingress` says why hawser does not serve it, on the Secrets served as
+//! certificates with a warning (expired, not yet valid, not for a host,
+//! without its intermediate) and the objects naming them, and on the Gateway API
 //! objects whose status refuses something (a listener or a route parent not
 //! accepted, or with references that do not resolve), naming the
 //! condition's reason. Written by the leader only, once per rejection (not
@@ -10,7 +12,7 @@ use std::sync::Arc;
 
 use ::kube::Client;
 use ::kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use hawser_model::ObjectRef;
+use hawser_model::{Kind, ObjectKey, ObjectRef};
 use k8s_openapi::api::core::v1::ObjectReference;
 use tokio::sync::watch;
 use tracing::debug;
@@ -21,8 +23,10 @@ use crate::gateway_status::refused_conditions;
 /// The longest note an Event carries (the API server refuses more).
 const NOTE_LIMIT: usize = 1000;
 
-/// Publishes an Event for every new rejection while `leading` is `Some`,
-/// until `stop` resolves. `instance` names this controller (the pod).
+/// Publishes an Event for every new rejection (reason `Rejected`) and every
+/// new warning about a served certificate (its reason, such as
+/// `CertificateExpired`) while `leading` is `Some`, until `stop` resolves.
+/// `instance` names this controller (the pod).
 pub async fn report_rejections(
     client: Client,
     instance: String,
@@ -38,16 +42,15 @@ pub async fn report_rejections(
             instance: Some(instance),
         },
     );
-    let mut reported: BTreeSet<(ObjectRef, String)> = BTreeSet::new();
+    let mut reported: BTreeSet<(ObjectRef, &'static str, String)> = BTreeSet::new();
     loop {
         let snapshot = snapshots.borrow_and_update().clone();
         let leads = leading.borrow_and_update().is_some();
         match snapshot {
             Some(snapshot) if leads => {
-                let now: BTreeSet<(ObjectRef, String)> =
-                    snapshot.rejected.iter().cloned().collect();
-                for (object, message) in now.difference(&reported) {
-                    publish(&recorder, object, "Rejected", message).await;
+                let now = reportable(&snapshot);
+                for (object, reason, message) in now.difference(&reported) {
+                    publish(&recorder, object, reason, message).await;
                 }
                 reported = now;
             }
@@ -60,6 +63,35 @@ pub async fn report_rejections(
             changed = leading.changed() => if changed.is_err() { return },
         }
     }
+}
+
+/// What a snapshot has Events for: its rejections, and the warnings about
+/// its served certificates on each Secret and the objects naming it.
+fn reportable(snapshot: &Snapshot) -> BTreeSet<(ObjectRef, &'static str, String)> {
+    let rejected = snapshot
+        .rejected
+        .iter()
+        .map(|(object, message)| (object.clone(), "Rejected", message.clone()));
+    let certificates = snapshot
+        .rendered
+        .iter()
+        .flat_map(|rendered| rendered.served_certificates.values());
+    let warned = certificates.flat_map(|certificate| {
+        let secret = ObjectRef::new(
+            Kind::Secret,
+            ObjectKey::new(&certificate.namespace, &certificate.name),
+        );
+        let objects: Vec<ObjectRef> = std::iter::once(secret)
+            .chain(certificate.referrers.iter().cloned())
+            .collect();
+        certificate.warnings.iter().flat_map(move |warning| {
+            objects
+                .clone()
+                .into_iter()
+                .map(|object| (object, warning.reason, warning.message.clone()))
+        })
+    });
+    rejected.chain(warned).collect()
 }
 
 /// Publishes an Event for every new refusal in the Gateway API status of

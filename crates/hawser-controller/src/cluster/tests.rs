@@ -810,6 +810,87 @@ async fn a_rejection_becomes_one_event_from_the_leader() {
 }
 
 #[tokio::test]
+async fn a_served_certificates_warning_becomes_an_event_on_the_secret_and_its_ingress() {
+    let (fake, client) = FakeApi::start();
+    let mut rendered = Renderer::new(RenderConfig::default())
+        .unwrap()
+        .render(&Store::new())
+        .unwrap();
+    let ingress = hawser_model::ObjectRef::new(Kind::Ingress, ObjectKey::new("app", "web"));
+    let warning = hawser_render::CertificateWarning {
+        reason: "CertificateExpired",
+        message: "TLS Secret app/web-tls: its certificate expired at 2030-01-31T00:00:00Z; served anyway for a.example.com".to_string(),
+    };
+    let certificate = hawser_render::ServedCertificate {
+        namespace: "app".to_string(),
+        name: "web-tls".to_string(),
+        not_after: 1_896_048_000,
+        hosts: vec!["a.example.com".to_string()],
+        own_names: false,
+        warnings: vec![warning.clone()],
+        referrers: vec![ingress],
+    };
+    rendered.served_certificates =
+        Arc::new(BTreeMap::from([("app/web-tls".to_string(), certificate)]));
+    let snapshot = Some(Arc::new(crate::fleet::Snapshot {
+        generation: 1,
+        store: Arc::new(Store::new()),
+        config: Arc::default(),
+        rendered: Some(Arc::new(rendered)),
+        served: Arc::default(),
+        rejected: Arc::default(),
+    }));
+    let (snapshots_tx, snapshots) = watch::channel(snapshot.clone());
+    let (_leading_tx, leading) = watch::channel(Some(1));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(report_rejections(
+        client.clone(),
+        "controller-a".into(),
+        snapshots,
+        leading,
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    while event_posts(&fake) < 2 {
+        assert!(tokio::time::Instant::now() < deadline, "no events");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let events: ::kube::Api<k8s_openapi::api::events::v1::Event> =
+        ::kube::Api::namespaced(client, "app");
+    let listed = events.list(&Default::default()).await.unwrap();
+    let mut regarding: Vec<(String, String)> = listed
+        .items
+        .iter()
+        .map(|event| {
+            assert_eq!(event.reason.as_deref(), Some("CertificateExpired"));
+            assert_eq!(event.type_.as_deref(), Some("Warning"));
+            assert_eq!(event.note.as_deref(), Some(warning.message.as_str()));
+            let object = event.regarding.clone().unwrap_or_default();
+            (
+                object.kind.unwrap_or_default(),
+                object.name.unwrap_or_default(),
+            )
+        })
+        .collect();
+    regarding.sort();
+    assert_eq!(
+        regarding,
+        [
+            ("Ingress".to_string(), "web".to_string()),
+            ("Secret".to_string(), "web-tls".to_string())
+        ]
+    );
+    // The same warning in a later render: no new event.
+    snapshots_tx.send_replace(snapshot);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(event_posts(&fake), 2, "{:?}", fake.requests());
+    let _ = stop.send(());
+    task.await.unwrap();
+}
+
+#[tokio::test]
 async fn the_hawser_config_says_whether_it_is_valid_once_per_change() {
     let (fake, client) = FakeApi::start();
     let config: hawser_crd::HawserConfig = object(json!({

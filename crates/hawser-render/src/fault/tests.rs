@@ -65,6 +65,7 @@ fn a_certificate_openssl_refuses_is_blamed_on_its_secret() {
     rendered.plan.certificates.push(CertificatePlan {
         path: "certs/app_old.pem".into(),
         source: "Secret app/old".into(),
+        not_after: None,
     });
     let output = "[ALERT]    config : parsing [haproxy.cfg:40] : 'bind :443' in section 'frontend' : 'crt-list' : error processing line 2 in file 'certs/crt-list.txt' : unable to load SSL certificate into SSL Context 'certs/app_old.pem': ca md too weak.";
     assert_eq!(

@@ -62,6 +62,7 @@ mod run_quarantine;
 mod run_rejections;
 mod run_reload_failures;
 mod run_seed_000;
+mod run_served_certificates;
 mod run_spare_backends;
 mod run_ssl_transaction;
 mod run_tcp_services;
