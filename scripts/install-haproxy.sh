@@ -139,13 +139,15 @@ build_from_source() {
 }
 
 # Debian's own build of $debian_version, for when its source cannot be fetched (some
-# mirrors serve a suite's binary packages but not its sources). The package and the
-# libraries it links are unpacked beside the cached binary, whose loader and library
-# path are pointed there: nothing of $suite is installed on the machine, and apt's
-# view of $suite stays in a throwaway directory.
+# mirrors serve a suite's binary packages but not its sources). The libraries it
+# links, and their loader, come from $suite's packages too and go to a directory of
+# their own under /usr/local/lib, which HAProxy's check sandbox may read and the
+# system's loader never searches; the cached binary's loader and library path point
+# there (patchelf). Nothing of $suite is installed as a package, and apt's view of
+# $suite stays in a throwaway directory.
 unpack_debian_build() {
-  local apt_dir="$work/apt" root="$work/root" lib_dir direct=() libs=()
-  lib_dir="$(dirname "$cached")/lib"
+  local apt_dir="$work/apt" root="$work/root" lib_dir="/usr/local/lib/hawser/haproxy-$version"
+  local direct=() libs=()
   mkdir -p "$apt_dir/sources" "$apt_dir/lists/partial" "$apt_dir/archives/partial" "$root"
   : >"$apt_dir/status"
   printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
@@ -164,14 +166,13 @@ unpack_debian_build() {
   (cd "$work" && apt-get "${apt_opts[@]}" download "haproxy=$debian_version" "${libs[@]}" >&2)
   for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$root"; done
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends patchelf >&2
-  mkdir -p "$lib_dir"
-  cp -a "$root/usr/lib/x86_64-linux-gnu/." "$lib_dir/"
+  $sudo mkdir -p "$lib_dir"
+  $sudo cp -a "$root/usr/lib/x86_64-linux-gnu/." "$lib_dir/"
   cp "$root/usr/sbin/haproxy" "$work/haproxy"
-  # RPATH (not RUNPATH), so the libraries' own dependencies are found there too;
-  # $ORIGIN is for the loader to expand, not the shell.
-  # shellcheck disable=SC2016
-  patchelf --set-interpreter "$lib_dir/ld-linux-x86-64.so.2" --force-rpath --set-rpath '$ORIGIN/lib' \
+  # RPATH (not RUNPATH), so the libraries' own dependencies are found there too.
+  patchelf --set-interpreter "$lib_dir/ld-linux-x86-64.so.2" --force-rpath --set-rpath "$lib_dir" \
     "$work/haproxy"
+  mkdir -p "$(dirname "$cached")"
   install -m 0755 "$work/haproxy" "$cached.tmp"
 }
 
