@@ -62,6 +62,7 @@ mod run_seed_000;
 mod run_spare_backends;
 mod run_ssl_transaction;
 mod run_tcp_services;
+mod run_upgrade_in_place;
 mod split_attach;
 mod split_mode;
 mod split_tls;

@@ -32,6 +32,7 @@ pub struct Run {
     process: Option<ChildGuard>,
     extra_args: Vec<String>,
     binary: Option<PathBuf>,
+    haproxy: Option<PathBuf>,
 }
 
 /// Options for [`Run::start_with`].
@@ -47,6 +48,9 @@ pub struct RunOptions {
     pub state_dir: Option<PathBuf>,
     /// Another hawser binary than this build's.
     pub binary: Option<PathBuf>,
+    /// Another HAProxy than `HAWSER_HAPROXY` (e.g. a symlink the test
+    /// switches to another binary).
+    pub haproxy: Option<PathBuf>,
 }
 
 impl Run {
@@ -84,6 +88,7 @@ impl Run {
             process: None,
             extra_args: options.args,
             binary: options.binary,
+            haproxy: options.haproxy,
         };
         run.write_config(&options.config_tail);
         run.spawn();
@@ -132,6 +137,9 @@ impl Run {
             .any(|a| a == "--min-reload-interval-ms")
         {
             command.args(["--min-reload-interval-ms", "100"]);
+        }
+        if let Some(haproxy) = &self.haproxy {
+            command.env("HAWSER_HAPROXY", haproxy);
         }
         command.env("HAWSER_LOG", "info");
         self.process = Some(ChildGuard::spawn("hawser run", &mut command));
