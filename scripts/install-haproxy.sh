@@ -148,6 +148,9 @@ build_from_source() {
 unpack_debian_build() {
   local apt_dir="$work/apt" root="$work/root" lib_dir="/usr/local/lib/hawser/haproxy-$version"
   local direct=() libs=()
+  # The loader's name and the library directory below are amd64's.
+  [[ $(dpkg --print-architecture) == amd64 ]] ||
+    { log "Debian's own build is only unpacked on amd64; build $version from source instead"; exit 1; }
   mkdir -p "$apt_dir/sources" "$apt_dir/lists/partial" "$apt_dir/archives/partial" "$root"
   : >"$apt_dir/status"
   printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
@@ -163,7 +166,8 @@ unpack_debian_build() {
     awk '/Depends:/ && $2 ~ /^(lib|zlib)/ {print $2}' | sort -u)
   mapfile -t libs < <(apt-cache "${apt_opts[@]}" depends --recurse "${no_extras[@]}" "${direct[@]}" |
     grep -E '^(lib|zlib)' | sort -u)
-  (cd "$work" && apt-get "${apt_opts[@]}" download "haproxy=$debian_version" "${libs[@]}" >&2)
+  # The newest haproxy of $suite: its binary version may carry a rebuild suffix (+b1).
+  (cd "$work" && apt-get "${apt_opts[@]}" download haproxy "${libs[@]}" >&2)
   for deb in "$work"/*.deb; do dpkg-deb -x "$deb" "$root"; done
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends patchelf >&2
   $sudo mkdir -p "$lib_dir"
