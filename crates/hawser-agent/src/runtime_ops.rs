@@ -29,8 +29,8 @@ pub enum OpError {
 }
 
 impl OpError {
-    /// Whether HAProxy's runtime API did not answer at all (see
-    /// [`SocketError::is_unanswered`]).
+    /// Whether HAProxy's runtime API took the command and did not answer
+    /// (see [`SocketError::is_unanswered`]).
     pub fn is_unanswered(&self) -> bool {
         matches!(self, OpError::Socket { source, .. } if source.is_unanswered())
     }

@@ -141,18 +141,11 @@ pub enum SocketError {
 }
 
 impl SocketError {
-    /// Whether HAProxy did not answer at all (busy, refused, cut off, too
-    /// slow), as opposed to answering no: the same command may go through
-    /// later.
+    /// Whether the socket took the command and said nothing (in time): it
+    /// stalls. Unlike a socket that is not there (refused, busy), which a
+    /// reload brings back, a stalled one is the same after a reload.
     pub fn is_unanswered(&self) -> bool {
-        matches!(
-            self,
-            Self::Busy { .. }
-                | Self::Connect { .. }
-                | Self::Io { .. }
-                | Self::Timeout { .. }
-                | Self::NoReply { .. }
-        )
+        matches!(self, Self::Timeout { .. } | Self::NoReply { .. })
     }
 
     /// A stable category for metrics and events.

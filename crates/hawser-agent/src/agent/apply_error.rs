@@ -22,8 +22,9 @@ pub enum ApplyError {
     /// HAProxy refused it on reload, or the reload could not be verified.
     #[error(transparent)]
     Reload(#[from] ReloadError),
-    /// HAProxy's runtime API did not answer: the change could not be made
-    /// at runtime, and a reload would not be verified either.
+    /// HAProxy's runtime API took a command and did not answer: the change
+    /// could not be made at runtime, and a reload would not be verified
+    /// either.
     #[error("HAProxy's runtime API does not answer: {0}")]
     Unanswered(OpError),
 }

@@ -94,9 +94,11 @@ impl Core {
         };
         if let Err(e) = executed {
             if e.is_unanswered() {
-                // A reload is verified through the same socket: it would
-                // only wait longer. What went through is put right when
-                // the version is tried again (or by drift repair).
+                // A stalled socket stays stalled across a reload, which is
+                // verified through it: that would only wait longer. What
+                // went through is put right when the version is tried
+                // again (or by drift repair). A socket that is not there
+                // at all (refused) is one a reload brings back.
                 return Err(ApplyError::Unanswered(e));
             }
             warn!("runtime change failed ({e}); reloading instead");

@@ -5,6 +5,7 @@
 //!     │ own process group, stdin /dev/null, stdout inherited, stderr → output::forward
 //!     ▼
 //!  poll `show proc` every 50 ms until it names this master with one worker
+//!  and the pid file names this master (HAProxy 3.1+ writes it once the worker is ready)
 //!     ├─ the process exits first ──► ExitedDuringStart { status, output }
 //!     └─ READY_TIMEOUT passes ─────► SIGKILL the group ──► NotReady
 //! ```
@@ -122,8 +123,18 @@ async fn wait_ready(master: &mut ChildMaster, layout: &HaproxyLayout) -> Result<
             });
         }
         let last = match cli.show_proc().await {
+            // HAProxy 3.1 and later list a worker while it still loads its
+            // configuration, and write the pid file only once it reported
+            // ready (3.0 writes it before forking): ready is both.
             Ok(table) if table.master.pid == master.pid && table.workers.len() == 1 => {
-                return Ok(());
+                if pid_file_names(layout, master.pid) {
+                    return Ok(());
+                }
+                format!(
+                    "show proc lists the worker, but {} does not name master {} yet",
+                    layout.pid_file().display(),
+                    master.pid
+                )
             }
             Ok(table) => format!(
                 "show proc names master {} with {} workers",
@@ -145,6 +156,15 @@ async fn wait_ready(master: &mut ChildMaster, layout: &HaproxyLayout) -> Result<
         }
         tokio::time::sleep(READY_POLL).await;
     }
+}
+
+/// True when the layout's pid file holds `pid`.
+fn pid_file_names(layout: &HaproxyLayout, pid: u32) -> bool {
+    std::fs::read_to_string(layout.pid_file())
+        .ok()
+        .as_deref()
+        .and_then(super::adopt::parse_pid_file)
+        == Some(pid)
 }
 
 /// SIGKILLs a master that never became ready, with its workers, and reaps it.

@@ -3,14 +3,17 @@
 //! loader, a script's `#!` interpreter and its loader), and no others.
 
 use std::fs::File;
-use std::io::{self, Read as _};
+use std::io::{self, Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};
 
 /// How many interpreters deep a program may go (script → shell → loader).
 const MAX_DEPTH: usize = 4;
-/// How much of a file is read to find its interpreter: the ELF program
-/// headers and the `PT_INTERP` string come first.
-const HEAD_BYTES: u64 = 64 * 1024;
+/// How much of a file is read to find its interpreter: a `#!` line and the
+/// ELF program headers come first. The `PT_INTERP` string usually does too,
+/// but not always (patchelf moves a longer one to the end of the file).
+pub(super) const HEAD_BYTES: u64 = 64 * 1024;
+/// The longest `PT_INTERP` string read (Linux refuses one past a page).
+const MAX_INTERP_BYTES: u64 = 4096;
 
 /// `program` (resolved on `PATH` when it has no `/`, as `Command` does) and
 /// the interpreters it needs, canonical.
@@ -42,9 +45,22 @@ fn resolve(program: &Path) -> io::Result<PathBuf> {
 }
 
 fn interpreter(path: &Path) -> io::Result<Option<PathBuf>> {
+    let mut file = File::open(path)?;
     let mut head = Vec::new();
-    File::open(path)?.take(HEAD_BYTES).read_to_end(&mut head)?;
-    Ok(shebang(&head).or_else(|| elf_interpreter(&head)))
+    (&mut file).take(HEAD_BYTES).read_to_end(&mut head)?;
+    if let Some(script_interpreter) = shebang(&head) {
+        return Ok(Some(script_interpreter));
+    }
+    let Some((offset, size)) = elf_interpreter_at(&head) else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(offset))?;
+    file.take(size.min(MAX_INTERP_BYTES))
+        .read_to_end(&mut bytes)?;
+    Ok(std::str::from_utf8(&bytes)
+        .ok()
+        .map(|text| PathBuf::from(text.trim_end_matches('\0'))))
 }
 
 /// The interpreter of a `#!` line.
@@ -54,8 +70,9 @@ pub(super) fn shebang(head: &[u8]) -> Option<PathBuf> {
     line.split_whitespace().next().map(PathBuf::from)
 }
 
-/// The `PT_INTERP` path of a 64-bit little-endian ELF file.
-pub(super) fn elf_interpreter(head: &[u8]) -> Option<PathBuf> {
+/// Where the `PT_INTERP` path of a 64-bit little-endian ELF file lies (file
+/// offset and size), read from the program headers in `head`.
+pub(super) fn elf_interpreter_at(head: &[u8]) -> Option<(u64, u64)> {
     const PT_INTERP: u32 = 3;
     // Magic, 64-bit class, little-endian data.
     if head.get(..6)? != b"\x7fELF\x02\x01" {
@@ -69,11 +86,7 @@ pub(super) fn elf_interpreter(head: &[u8]) -> Option<PathBuf> {
         if u32_at(head, header)? != PT_INTERP {
             return None;
         }
-        let offset = usize::try_from(u64_at(head, header + 0x08)?).ok()?;
-        let size = usize::try_from(u64_at(head, header + 0x20)?).ok()?;
-        let bytes = head.get(offset..offset.checked_add(size)?)?;
-        let text = std::str::from_utf8(bytes).ok()?.trim_end_matches('\0');
-        Some(PathBuf::from(text))
+        Some((u64_at(head, header + 0x08)?, u64_at(head, header + 0x20)?))
     })
 }
 

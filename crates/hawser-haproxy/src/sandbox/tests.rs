@@ -9,7 +9,7 @@ use std::process::Stdio;
 
 use tokio::process::Command;
 
-use super::program::{elf_interpreter, executables, shebang};
+use super::program::{HEAD_BYTES, elf_interpreter_at, executables, shebang};
 use super::*;
 
 /// Runs `script` with `/bin/sh` in `sandbox`; returns its exit code and stdout.
@@ -188,7 +188,7 @@ fn interpreters_are_found_for_scripts_and_elf_binaries() {
         Some(PathBuf::from("/bin/sh"))
     );
     assert_eq!(shebang(b"echo\n"), None);
-    assert_eq!(elf_interpreter(b"#!/bin/sh\n"), None);
+    assert_eq!(elf_interpreter_at(b"#!/bin/sh\n"), None);
 
     let sh = executables(Path::new("/bin/sh")).unwrap();
     assert!(sh.len() >= 2, "{sh:?}");
@@ -204,4 +204,30 @@ fn interpreters_are_found_for_scripts_and_elf_binaries() {
     assert_eq!(found[0], fs::canonicalize(&script).unwrap());
     assert_eq!(found[1], fs::canonicalize("/bin/sh").unwrap());
     assert!(found.len() >= 3, "{found:?}");
+}
+
+/// A binary whose loader path lies past the first [`HEAD_BYTES`], as
+/// patchelf leaves one it gave a longer path: the loader is still found.
+#[test]
+fn an_elf_interpreter_past_the_head_is_found() {
+    let interp = fs::canonicalize("/bin/sh").unwrap();
+    let text = format!("{}\0", interp.display());
+    let offset = HEAD_BYTES + 100;
+    let mut elf = vec![0u8; usize::try_from(offset).unwrap()];
+    elf[..6].copy_from_slice(b"\x7fELF\x02\x01");
+    elf[0x20..0x28].copy_from_slice(&64u64.to_le_bytes()); // e_phoff
+    elf[0x36..0x38].copy_from_slice(&56u16.to_le_bytes()); // e_phentsize
+    elf[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes()); // e_phnum
+    elf[64..68].copy_from_slice(&3u32.to_le_bytes()); // PT_INTERP
+    elf[64 + 0x08..64 + 0x10].copy_from_slice(&offset.to_le_bytes());
+    let size = u64::try_from(text.len()).unwrap();
+    elf[64 + 0x20..64 + 0x28].copy_from_slice(&size.to_le_bytes());
+    elf.extend_from_slice(text.as_bytes());
+
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("relocated");
+    fs::write(&binary, &elf).unwrap();
+    let found = executables(&binary).unwrap();
+    assert_eq!(found[0], fs::canonicalize(&binary).unwrap());
+    assert_eq!(found[1], interp, "{found:?}");
 }

@@ -67,6 +67,7 @@ mod run_spare_backends;
 mod run_ssl_transaction;
 mod run_tcp_services;
 mod run_traffic_metrics;
+mod run_upgrade_in_place;
 mod split_attach;
 mod split_controller_gone;
 mod split_mode;

@@ -72,7 +72,7 @@ async fn outside_reloads_keep_what_hawser_applied() {
         master.show_proc().await.expect("show proc").master.pid,
     );
     let second = new_workers(&run, &first).await;
-    master.reload().await.expect("reload on the master CLI");
+    reload_from_outside(&master).await;
     new_workers(&run, &second).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let report = load.stop().await;
@@ -177,6 +177,22 @@ fn api_service(ip: String, port: u16) -> String {
          spec:\n  ingressClassName: hawser\n  rules:\n    - host: api.example.com\n      http:\n        paths:\n\
          \x20         - path: /\n            pathType: Prefix\n            backend: {{ service: {{ name: api, port: {{ number: 80 }} }} }}\n"
     )
+}
+
+/// `reload` on the master CLI, again while the master still loads the
+/// last one (HAProxy 3.1 and later say so rather than wait).
+async fn reload_from_outside(master: &hawser_haproxy::MasterCli) {
+    let deadline = tokio::time::Instant::now() + support::TIMEOUT;
+    loop {
+        match master.reload().await {
+            Ok(_) => return,
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                eprintln!("reload on the master CLI: {e}; again");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("reload on the master CLI: {e}"),
+        }
+    }
 }
 
 /// Waits until HAProxy's workers are others than `old`; returns them.

@@ -2,8 +2,8 @@
 //! others (fixture `run_quarantine/`).
 //!
 //! Oracle: with a TLS Secret whose certificate OpenSSL refuses to load
-//! (`legacy/legacy-tls`, signed with MD5: hawser's own checks accept it,
-//! `haproxy -c` does not) and an HTTPRoute whose path regex PCRE2 refuses
+//! (`legacy/legacy-tls`, whose chain holds a CA with a 768-bit key: hawser's
+//! own checks accept it, `haproxy -c` does not) and an HTTPRoute whose path regex PCRE2 refuses
 //! (`regex/wide`), every other object is served: the Secret is quarantined
 //! and named in `/status` with HAProxy's reason, the route is rejected with
 //! PCRE2's, the Ingress that used the Secret still routes over HTTP, and a
@@ -34,7 +34,7 @@ async fn a_refused_object_is_quarantined_and_every_other_change_applies() {
     let run = Run::start(manifests.path()).await;
 
     let status = run
-        .wait_for_status("the MD5-signed Secret quarantined", |s| {
+        .wait_for_status("the Secret with the weak CA quarantined", |s| {
             listed(s, "quarantined")
                 .iter()
                 .any(|q| q.starts_with("Secret legacy/legacy-tls"))
@@ -42,7 +42,7 @@ async fn a_refused_object_is_quarantined_and_every_other_change_applies() {
         .await;
     let quarantined = listed(&status, "quarantined");
     assert!(
-        quarantined.iter().any(|q| q.contains("ca md too weak")),
+        quarantined.iter().any(|q| q.contains("ca key too small")),
         "HAProxy's reason is given: {quarantined:?}"
     );
     assert_eq!(
@@ -131,7 +131,7 @@ fn validate_names_what_would_be_quarantined() {
     assert_eq!(finished.status.code(), Some(1), "{output}");
     assert!(
         output.contains("rejected: Secret legacy/legacy-tls: quarantined: HAProxy refuses")
-            && output.contains("ca md too weak"),
+            && output.contains("ca key too small"),
         "{output}"
     );
     assert!(
@@ -171,7 +171,7 @@ fn status_lists_what_would_be_quarantined() {
     assert!(
         json["quarantined"][0]["message"]
             .as_str()
-            .is_some_and(|m| m.contains("ca md too weak")),
+            .is_some_and(|m| m.contains("ca key too small")),
         "{json:#}"
     );
 }

@@ -52,7 +52,9 @@ pub use haproxy::{Haproxy, NO_ROUTE_BODY};
 pub use http::{Request, Response, TlsInfo, http1_get};
 pub use keep_alive::{get_on_one_connection, read_response};
 pub use load::{Load, LoadReport, LoadTarget};
-pub use process::{ChildGuard, Finished, haproxy_binary, hawser_command, run_to_end};
+pub use process::{
+    ChildGuard, Finished, haproxy_binary, haproxy_upgrade_binary, hawser_command, run_to_end,
+};
 pub use run::{Run, RunOptions};
 pub use split::{AgentProc, ControllerProc, Pki, copy_dir};
 pub use state_dir::{TreeSnapshot, haproxy_masters};

@@ -46,6 +46,22 @@ pub fn haproxy_binary() -> PathBuf {
     }
 }
 
+/// The HAProxy the upgrade-in-place test reloads into: `$HAWSER_HAPROXY_UPGRADE`,
+/// another version than [`haproxy_binary`] (`scripts/test.sh` sets it to 3.2).
+///
+/// Fails the test when it is unset, like [`haproxy_binary`].
+pub fn haproxy_upgrade_binary() -> PathBuf {
+    match std::env::var_os("HAWSER_HAPROXY_UPGRADE").filter(|value| !value.is_empty()) {
+        Some(path) => PathBuf::from(path),
+        None => panic!(
+            "HAWSER_HAPROXY_UPGRADE is not set; the upgrade-in-place test needs a second \
+             HAProxy, of another version than HAWSER_HAPROXY, to reload into. From the \
+             repository root run\n\n    export HAWSER_HAPROXY_UPGRADE=$(scripts/install-haproxy.sh 3.2)\n\n\
+             and run the tests again."
+        ),
+    }
+}
+
 /// `hawser <args>` for the binary under test, with a clean environment for
 /// its flags and `HAWSER_HAPROXY` set.
 pub fn hawser_command<I, S>(args: I) -> Command

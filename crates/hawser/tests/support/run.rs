@@ -32,6 +32,7 @@ pub struct Run {
     process: Option<ChildGuard>,
     extra_args: Vec<String>,
     binary: Option<PathBuf>,
+    haproxy: Option<PathBuf>,
 }
 
 /// Options for [`Run::start_with`].
@@ -47,6 +48,9 @@ pub struct RunOptions {
     pub state_dir: Option<PathBuf>,
     /// Another hawser binary than this build's.
     pub binary: Option<PathBuf>,
+    /// Another HAProxy than `HAWSER_HAPROXY` (e.g. a symlink the test
+    /// switches to another binary).
+    pub haproxy: Option<PathBuf>,
 }
 
 impl Run {
@@ -84,6 +88,7 @@ impl Run {
             process: None,
             extra_args: options.args,
             binary: options.binary,
+            haproxy: options.haproxy,
         };
         run.write_config(&options.config_tail);
         run.spawn();
@@ -132,6 +137,9 @@ impl Run {
             .any(|a| a == "--min-reload-interval-ms")
         {
             command.args(["--min-reload-interval-ms", "100"]);
+        }
+        if let Some(haproxy) = &self.haproxy {
+            command.env("HAWSER_HAPROXY", haproxy);
         }
         command.env("HAWSER_LOG", "info");
         self.process = Some(ChildGuard::spawn("hawser run", &mut command));
@@ -511,6 +519,26 @@ impl Run {
                 self.output()
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The worker the runtime API answers from: the one serving. (After a
+    /// failed reload HAProxy 3.1 and later list it under `# old workers`,
+    /// 3.0 under `# workers`.)
+    /// Asked again while a reload hands the socket over.
+    pub async fn serving_worker(&self) -> u32 {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            match self.runtime().show_info().await {
+                Ok(info) => {
+                    return info
+                        .get("Pid")
+                        .and_then(|pid| pid.parse().ok())
+                        .unwrap_or_else(|| panic!("show info without a Pid: {info:?}"));
+                }
+                Err(e) => assert!(Instant::now() < deadline, "show info: {e}"),
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
         }
     }
 
