@@ -572,6 +572,7 @@ impl Core {
                 s.last_error = None;
             }
             s.last_outcome = Some(outcome.clone());
+            s.recent_outcomes.push(outcome.clone());
             if error.is_none() {
                 self.write_running(s);
             }

@@ -39,5 +39,5 @@ pub use paths::AgentPaths;
 pub use process::{ExitInfo, HaproxyLayout, ProcessError, Started, StopMode, Supervisor};
 pub use reload::ReloadError;
 pub use served::{ServedBackend, ServedBackends};
-pub use status::{AgentStatus, ApplyKind, ApplyOutcome, Phase};
+pub use status::{AgentStatus, ApplyKind, ApplyOutcome, Phase, RecentOutcomes};
 pub use tree::{Manifest, TreeError, TreeStore, VersionName};

@@ -1,6 +1,7 @@
-//! What the agent reports: its phase, generations, the last outcome and counters.
+//! What the agent reports: its phase, generations, the last outcomes and counters.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -92,6 +93,9 @@ pub struct AgentStatus {
     /// The generation HAProxy serves (verified).
     pub applied_generation: Option<Generation>,
     pub last_outcome: Option<ApplyOutcome>,
+    /// The last [`RecentOutcomes::CAPACITY`] outcomes, newest first: what a
+    /// support bundle shows of the agent's recent history.
+    pub recent_outcomes: RecentOutcomes,
     pub last_error: Option<String>,
     pub reloads: u64,
     pub failed_reloads: u64,
@@ -116,6 +120,7 @@ impl AgentStatus {
             desired_generation: None,
             applied_generation: None,
             last_outcome: None,
+            recent_outcomes: RecentOutcomes::default(),
             last_error: None,
             reloads: 0,
             failed_reloads: 0,
@@ -133,5 +138,92 @@ impl AgentStatus {
     pub fn is_ready(&self) -> bool {
         self.phase == Phase::Serving
             || (self.phase == Phase::Reloading && self.applied_generation.is_some())
+    }
+}
+
+/// A bounded history of apply outcomes, newest first.
+///
+/// [`AgentStatus`] is cloned on every status change, so the history is
+/// shared behind an `Arc`: a clone is a reference count, and only a new
+/// outcome (once per apply) copies the few entries, when a reader still
+/// holds the previous history.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecentOutcomes(Arc<VecDeque<ApplyOutcome>>);
+
+impl RecentOutcomes {
+    /// How many outcomes are kept: enough to see a pattern (a flapping
+    /// reload, a run of rejections), small enough to show in `/status`.
+    pub const CAPACITY: usize = 20;
+
+    /// Records `outcome` as the newest, forgetting the oldest beyond
+    /// [`Self::CAPACITY`].
+    pub fn push(&mut self, outcome: ApplyOutcome) {
+        let history = Arc::make_mut(&mut self.0);
+        history.push_front(outcome);
+        history.truncate(Self::CAPACITY);
+    }
+
+    /// Newest first.
+    pub fn iter(&self) -> impl Iterator<Item = &ApplyOutcome> {
+        self.0.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Serialize for RecentOutcomes {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outcome(generation: u64) -> ApplyOutcome {
+        ApplyOutcome {
+            generation: Generation::new(generation),
+            kind: ApplyKind::Runtime,
+            duration: Duration::from_millis(3),
+            summary: format!("generation {generation}"),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn keeps_the_newest_outcomes_first_up_to_capacity() {
+        let mut recent = RecentOutcomes::default();
+        for generation in 1..=25 {
+            recent.push(outcome(generation));
+        }
+        let generations: Vec<u64> = recent.iter().map(|o| o.generation.get()).collect();
+        assert_eq!(generations, (6..=25).rev().collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_clone_is_not_changed_by_a_later_push() {
+        let mut recent = RecentOutcomes::default();
+        recent.push(outcome(1));
+        let before = recent.clone();
+        recent.push(outcome(2));
+        assert_eq!(before.len(), 1);
+        assert_eq!(recent.len(), 2);
+    }
+
+    #[test]
+    fn serializes_as_a_list_newest_first() {
+        let mut recent = RecentOutcomes::default();
+        recent.push(outcome(1));
+        recent.push(outcome(2));
+        let json = serde_json::to_value(&recent).expect("serializes");
+        assert_eq!(json[0]["generation"], 2);
+        assert_eq!(json[1]["kind"], "runtime");
     }
 }

@@ -29,7 +29,10 @@ use hawser_plan::{FileKind, FileSet, Generation, Plan, RenderedFile, digest};
 
 use self::staging::StagingDir;
 
+mod listing;
 mod staging;
+
+pub use listing::{ListedFile, VersionListing};
 
 const MANIFEST: &str = "MANIFEST";
 /// The version's plan, as JSON: what the agent knows HAProxy runs after a restart.

@@ -25,7 +25,7 @@ impl Cli {
     /// whose output is a report (`test`), where only warnings would add to it.
     pub fn default_log_level(&self) -> &'static str {
         match self.command {
-            Command::Test(_) => "warn",
+            Command::Test(_) | Command::SupportBundle(_) => "warn",
             _ => "info",
         }
     }
@@ -106,6 +106,19 @@ pub enum Command {
     /// Only the files an agent lacks travel. `--admin` serves /healthz,
     /// /readyz, /status (per-agent state) and /metrics.
     Controller(Box<ControllerArgs>),
+    /// Collect what support needs from a running `hawser run` or `hawser
+    /// agent` into one JSON document: /status and /metrics from --admin,
+    /// the last apply outcomes, the served tree's manifest (paths, kinds,
+    /// sizes, digests: never a file's content, so no key material), and
+    /// HAProxy's `show info` and `show proc` from the sockets under
+    /// --state-dir.
+    ///
+    /// Every source has a few seconds; one that fails is recorded in the
+    /// bundle with its error and the rest is still written. In the chart:
+    /// `kubectl exec POD -c agent -- hawser support-bundle --state-dir
+    /// /var/run/hawser/state --admin 127.0.0.1:9182 > bundle.json`.
+    /// Exits 0 when anything was collected, 1 when nothing was.
+    SupportBundle(SupportBundleArgs),
     /// Print the HawserConfig CustomResourceDefinition (what deploy/crds holds).
     Crd,
 }
@@ -299,6 +312,21 @@ pub struct RunArgs {
     /// How often live HAProxy state is compared with the applied version, in seconds.
     #[arg(long, default_value_t = 30)]
     pub drift_interval_secs: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct SupportBundleArgs {
+    /// The state directory of the `hawser run` or `hawser agent` to read
+    /// (HAProxy's sockets under run/, the versioned tree under tree/).
+    #[arg(long, env = "HAWSER_STATE_DIR", default_value = "hawser-state")]
+    pub state_dir: PathBuf,
+    /// Its admin listener (`hawser run`: 127.0.0.1:9180; the chart's agent:
+    /// 127.0.0.1:9182).
+    #[arg(long, env = "HAWSER_ADMIN", default_value = "127.0.0.1:9180")]
+    pub admin: SocketAddr,
+    /// Where to write the bundle; `-` for stdout.
+    #[arg(long, default_value = "-")]
+    pub out: PathBuf,
 }
 
 #[derive(Debug, Args)]

@@ -11,6 +11,7 @@ mod migrate;
 mod render;
 mod run;
 mod status;
+mod support_bundle;
 mod tasks;
 mod test;
 mod validate;
@@ -58,6 +59,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Certs(args) => certs::run(&args),
         Command::Agent(args) => runtime.block_on(agent::run(&args)),
         Command::Controller(args) => runtime.block_on(controller::run(&args)),
+        Command::SupportBundle(args) => runtime.block_on(support_bundle::run(&args)),
         Command::Crd => {
             print!("{}", hawser_crd::crd_yaml());
             Ok(ExitCode::SUCCESS)
