@@ -19,9 +19,10 @@ use support::{Backends, Load, LoadTarget, Manifests, Run, RunOptions, pod};
 const CLIENTS: usize = 20;
 /// At least 50, a whole number of rounds of [`Change::round`].
 const CHANGES: usize = 52;
-/// The changes stop here even when fewer were applied (the test then fails):
-/// the whole test stays around a minute on a slow machine.
-const CHANGE_BUDGET: Duration = Duration::from_secs(50);
+/// The changes stop here even when fewer were applied (the test then fails),
+/// so a hung apply cannot hold the suite. It bounds, it does not measure:
+/// about 40 s is usual on two cores, a busy machine needs more.
+const CHANGE_BUDGET: Duration = Duration::from_secs(90);
 
 const STABLE_PODS: [&str; 3] = ["stable-a", "stable-b", "stable-c"];
 /// Each differs from the one before it, the last from the first, and none
