@@ -115,6 +115,18 @@ const RULES: &[(&str, Kinds, &[&str])] = &[
         Kinds::Normal,
         &["hawser-agent", "hawser-controller", "hawser"],
     ),
+    // Test-only crash points: a leaf every role may use, using none.
+    (
+        "hawser-failpoint",
+        Kinds::All,
+        &[
+            "hawser-plan",
+            "hawser-haproxy",
+            "hawser-agent",
+            "hawser-controller",
+            "hawser",
+        ],
+    ),
 ];
 
 /// Arrows that break a rule and are being removed, as `(from, forbidden)`:
