@@ -41,8 +41,8 @@ use serde_json::Value;
 use support::{
     Backends, Load, LoadTarget, Manifests, Run, TestCertificate, TreeSnapshot, Vars,
     expect_admin_address_free, expect_certificate_of, expect_one_haproxy_master,
-    expect_one_whole_version, expect_sane_tree, fixture_dir, haproxy_masters,
-    open_ssl_transaction, pod,
+    expect_one_whole_version, expect_sane_tree, fixture_dir, haproxy_masters, open_ssl_transaction,
+    pod,
 };
 
 /// The "version" Services; a and b route to one of them.
