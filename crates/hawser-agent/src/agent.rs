@@ -661,6 +661,8 @@ impl Core {
         desired: &Desired,
     ) -> Result<(), ApplyError> {
         self.tree.publish(version).map_err(ApplyError::Publish)?;
+        // `current` names the new version; HAProxy still runs the old one.
+        hawser_failpoint::failpoint!("agent.published_before_reload");
         self.set_phase(Phase::Reloading);
         self.last_reload = Some(Instant::now());
         let result = self.reload_current().await;
@@ -676,6 +678,8 @@ impl Core {
                     "reload verified"
                 );
                 let _ = self.tree.mark_loaded(version);
+                // HAProxy serves the new version; `lkg` still names the old.
+                hawser_failpoint::failpoint!("agent.reloaded_before_lkg");
                 self.publish_good(version, desired)?;
                 // What a reload restores from the server-state file is checked too.
                 self.repair_drift().await;

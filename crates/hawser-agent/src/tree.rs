@@ -311,6 +311,9 @@ impl TreeStore {
                 write_synced(&dest, &file.content, file.mode())?;
             }
         }
+        // Every file is on disk and synced; no PLAN or MANIFEST yet vouches
+        // for them.
+        hawser_failpoint::failpoint!("tree.synced_before_manifest");
         write_synced(&staging.path().join(PLAN), &plan_json, 0o644)?;
         write_synced(
             &staging.path().join(MANIFEST),
@@ -505,8 +508,12 @@ fn write_synced(path: &Path, content: &[u8], mode: u32) -> Result<(), TreeError>
         .mode(mode)
         .open(path)
         .map_err(io_err("cannot create", path))?;
-    file.write_all(content)
-        .map_err(io_err("cannot write", path))?;
+    // Written in two halves so that a crash test can die between them
+    // (`tree.mid_write`): a torn file in a staging directory.
+    let (head, tail) = content.split_at(content.len() / 2);
+    file.write_all(head).map_err(io_err("cannot write", path))?;
+    hawser_failpoint::failpoint!("tree.mid_write");
+    file.write_all(tail).map_err(io_err("cannot write", path))?;
     file.sync_all().map_err(io_err("cannot sync", path))
 }
 

@@ -182,6 +182,8 @@ impl RuntimeApi {
                 found,
             });
         }
+        // The new version holds every entry; lookups still use the old one.
+        hawser_failpoint::failpoint!("runtime.map_prepared_before_commit");
         self.commit_map(version, map).await?;
         Ok(version)
     }

@@ -148,7 +148,11 @@ impl RuntimeApi {
     pub async fn update_ssl_cert(&self, path: &str, pem: &str) -> Result<(), SocketError> {
         let _serialized = self.ssl_transaction.lock().await;
         let result = match self.set_ssl_cert(path, pem).await {
-            Ok(()) => self.commit_ssl_cert(path).await,
+            Ok(()) => {
+                // The transaction is open in HAProxy, not committed.
+                hawser_failpoint::failpoint!("runtime.ssl_set_before_commit");
+                self.commit_ssl_cert(path).await
+            }
             Err(error) => Err(error),
         };
         let Err(failure) = result else {

@@ -115,6 +115,18 @@ const RULES: &[(&str, Kinds, &[&str])] = &[
         Kinds::Normal,
         &["hawser-agent", "hawser-controller", "hawser"],
     ),
+    // Test-only crash points: a leaf every role may use, using none.
+    (
+        "hawser-failpoint",
+        Kinds::All,
+        &[
+            "hawser-plan",
+            "hawser-haproxy",
+            "hawser-agent",
+            "hawser-controller",
+            "hawser",
+        ],
+    ),
 ];
 
 /// Arrows that break a rule and are being removed, as `(from, forbidden)`:
@@ -225,4 +237,50 @@ fn no_role_crate_depends_on_the_binary() {
             "{name} depends on the binary crate"
         );
     }
+}
+
+/// The crash points (`hawser-failpoint`) are off in every build of hawser
+/// that is not a test build: cargo, resolving features without
+/// dev-dependencies (as `cargo build --release` does), turns no
+/// `failpoints` feature on, while the test builds have it.
+#[test]
+fn crash_points_are_only_in_test_builds() {
+    let features = |edges: &str| {
+        let output = Command::new(env!("CARGO"))
+            .args(["tree", "--offline", "-p", "hawser", "-e", edges])
+            .args([
+                "-i",
+                "hawser-failpoint",
+                "-f",
+                "{p} [{f}]",
+                "--prefix",
+                "none",
+            ])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .expect("cargo tree runs");
+        assert!(
+            output.status.success(),
+            "cargo tree: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    // Each line is `<package> <version> (<path>) [<features>]`.
+    let armed = |tree: &str| {
+        tree.lines().any(|line| {
+            line.rsplit_once('[')
+                .is_some_and(|(_, features)| features.contains("failpoints"))
+        })
+    };
+    let release = features("normal,build");
+    assert!(
+        release.contains("hawser-agent") && !armed(&release),
+        "a build without dev-dependencies turns crash points on:\n{release}"
+    );
+    let test = features("normal,build,dev");
+    assert!(
+        armed(&test),
+        "the test builds lost their crash points:\n{test}"
+    );
 }

@@ -54,6 +54,7 @@ mod run_disk_full;
 mod run_drift;
 mod run_endpoint_churn;
 mod run_external_auth;
+mod run_failpoints;
 mod run_haproxy_crashes;
 mod run_ingress_features;
 mod run_old_workers;

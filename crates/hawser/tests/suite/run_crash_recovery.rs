@@ -30,7 +30,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::{
-    Backends, Manifests, Run, TIMEOUT, TreeSnapshot, get_on_one_connection, haproxy_masters, pod,
+    Backends, Manifests, Run, TIMEOUT, TreeSnapshot, expect_admin_address_free,
+    expect_one_haproxy_master, expect_one_whole_version, expect_sane_tree, haproxy_masters, pod,
 };
 
 const ROUNDS: u64 = 20;
@@ -96,123 +97,6 @@ fn kill_point(tree: &TreeSnapshot, new_generation: u64) -> &'static str {
     } else {
         "before publishing"
     }
-}
-
-/// With hawser dead, HAProxy still answers, and a and b, asked on one
-/// connection (one worker, one configuration), name the same Service, one
-/// of `allowed`. Three connections, each retried while a stopping worker
-/// closes it between the two requests. Returns the Services seen.
-async fn expect_complete_version(run: &Run, allowed: [&str; 2], context: &str) -> Vec<String> {
-    let mut seen = Vec::new();
-    let deadline = Instant::now() + TIMEOUT;
-    while seen.len() < 3 {
-        let responses = match get_on_one_connection(run.http, &HOSTS, "/").await {
-            Ok(Some(responses)) => responses,
-            Ok(None) => {
-                assert!(
-                    Instant::now() < deadline,
-                    "{context}: HAProxy kept closing connections between two requests"
-                );
-                continue;
-            }
-            Err(e) => panic!("{context}: HAProxy did not answer after hawser was killed: {e}"),
-        };
-        let services: Vec<String> = responses
-            .iter()
-            .zip(HOSTS)
-            .map(|(response, host)| {
-                assert_eq!(
-                    response.status,
-                    200,
-                    "{context}: {host} answered {} {:?} after hawser was killed",
-                    response.status,
-                    response.text()
-                );
-                response.echo().service
-            })
-            .collect();
-        assert!(
-            services[0] == services[1],
-            "{context}: a mix of versions is live: {} answered from {}, {} from {}",
-            HOSTS[0],
-            services[0],
-            HOSTS[1],
-            services[1]
-        );
-        assert!(
-            allowed.contains(&services[0].as_str()),
-            "{context}: a and b answered from {}, neither the old nor the new version {allowed:?}",
-            services[0]
-        );
-        seen.push(services[0].clone());
-    }
-    seen
-}
-
-/// The admin address the killed hawser listened on is free again: nothing
-/// it left running (HAProxy included) holds it, and the next start can
-/// listen there.
-async fn expect_admin_address_free(run: &Run, context: &str) {
-    let deadline = Instant::now() + TIMEOUT;
-    while let Err(e) = std::net::TcpListener::bind(run.admin) {
-        assert!(
-            Instant::now() < deadline,
-            "{context}: the admin address {} stays taken after hawser was killed: {e}",
-            run.admin
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// One HAProxy master runs on the state directory: the one hawser adopted
-/// (`expected`), the one its pid file and master socket name.
-async fn expect_one_haproxy_master(run: &Run, expected: u32, context: &str) {
-    let masters = haproxy_masters(&run.state_dir());
-    assert_eq!(
-        masters,
-        vec![expected],
-        "{context}: the HAProxy masters on this state directory should be just the adopted one"
-    );
-    assert_eq!(
-        run.haproxy_master_pid(),
-        Some(expected),
-        "{context}: the pid file names another master"
-    );
-    let table = run
-        .master()
-        .show_proc()
-        .await
-        .unwrap_or_else(|e| panic!("{context}: show proc on the master socket: {e}"));
-    assert_eq!(
-        table.master.pid, expected,
-        "{context}: the master socket belongs to another master"
-    );
-}
-
-/// `current` and `lkg` name the applied version, which exists; no staging
-/// directory is left.
-fn expect_sane_tree(run: &Run, status: &Value, context: &str) -> TreeSnapshot {
-    let tree = TreeSnapshot::read(&run.state_dir());
-    let applied = generation(status, "applied_generation");
-    for (name, pointer) in [("current", &tree.current), ("lkg", &tree.lkg)] {
-        let target = pointer
-            .as_ref()
-            .unwrap_or_else(|| panic!("{context}: tree/{name} is not a symlink: {tree:?}"));
-        assert!(
-            tree.versions.contains(target),
-            "{context}: tree/{name} points at {target}, which is not a version directory: {tree:?}"
-        );
-        assert_eq!(
-            TreeSnapshot::generation(Some(target)),
-            Some(applied),
-            "{context}: tree/{name} should name the applied generation {applied}: {tree:?}"
-        );
-    }
-    assert!(
-        tree.staging.is_empty(),
-        "{context}: staging directories left after recovery: {tree:?}"
-    );
-    tree
 }
 
 /// `hawser run` serving the fixture with a and b on `v0`, its echo pods,
@@ -287,7 +171,7 @@ async fn kill_9_during_applies_leaves_one_whole_version_and_recovers() {
         let point = kill_point(&tree, generation(&rendered, "desired_generation"));
         *kill_points.entry(point).or_default() += 1;
         let context = format!("{context}, killed {point}");
-        let served = expect_complete_version(run, [old, new], &context).await;
+        let served = expect_one_whole_version(run, &HOSTS, &[old, new], &context).await;
         let served = if served[0] == new { "new" } else { "old" };
         *seen_after_kill.entry(served).or_default() += 1;
 
@@ -371,7 +255,7 @@ async fn kill_9_between_two_map_commits_leaves_one_whole_version() {
         run.write_manifest("routes.yaml", &routes(new, TWO_MAPS));
         expect_switch_seen(run, HOSTS[0], new, &context).await;
         run.kill9();
-        expect_complete_version(run, [old, new], &context).await;
+        expect_one_whole_version(run, &HOSTS, &[old, new], &context).await;
         run.spawn();
         run.wait_converged().await;
     }

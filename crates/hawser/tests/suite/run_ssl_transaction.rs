@@ -4,7 +4,10 @@
 //! and map changes then apply at runtime, completely (fixture
 //! `run_ssl_transaction/`).
 
-use crate::support::{Backends, Manifests, Run, TestCertificate, Vars, fixture_dir, pod};
+use crate::support::{
+    Backends, Manifests, Run, TestCertificate, Vars, expect_certificate, fixture_dir,
+    open_ssl_transaction, pod,
+};
 
 const A_HOST: &str = "a.example.com";
 const B_HOST: &str = "b.example.com";
@@ -30,22 +33,6 @@ spec:
           - { path: /, pathType: Prefix, backend: { service: { name: site, port: { name: http } } } }
 "#;
 
-/// A self-signed certificate for `host` whose subject CN is `cn`, so the
-/// test can tell two certificates for one host apart.
-fn certificate(host: &str, cn: &str) -> TestCertificate {
-    let key = rcgen::KeyPair::generate().expect("generate a key");
-    let mut params =
-        rcgen::CertificateParams::new(vec![host.to_string()]).expect("certificate params");
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, cn);
-    let cert = params.self_signed(&key).expect("self-sign");
-    TestCertificate {
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-    }
-}
-
 /// The fixture's `secrets.yaml` with these certificates.
 fn secrets_vars(a: &TestCertificate, b: &TestCertificate) -> Vars {
     let mut vars = Vars::new();
@@ -65,33 +52,10 @@ fn secrets_yaml(a: &TestCertificate, b: &TestCertificate) -> String {
     text
 }
 
-/// Asserts HTTPS with SNI `host` is served the certificate with subject `cn`
-/// and reaches the site.
-async fn expect_certificate(run: &Run, host: &str, cn: &str) {
-    let response = run.get_tls(Some(host), host, "/").await;
-    assert_eq!(
-        response.tls().subject_cn.as_deref(),
-        Some(cn),
-        "SNI {host}: {:?}",
-        response.tls()
-    );
-    assert_eq!(response.status, 200, "{:?}", response.text());
-    assert_eq!(response.echo().service, "site");
-}
-
-/// The open SSL transaction, if any.
-async fn open_transaction(run: &Run) -> Option<String> {
-    run.runtime()
-        .show_ssl_certs()
-        .await
-        .expect("show ssl cert")
-        .transaction
-}
-
 #[tokio::test]
 async fn transaction_left_open_is_aborted_at_start_and_updates_apply_again() {
-    let a = certificate(A_HOST, A_HOST);
-    let b = certificate(B_HOST, B_HOST);
+    let a = TestCertificate::with_cn(A_HOST, A_HOST);
+    let b = TestCertificate::with_cn(B_HOST, B_HOST);
     let backends = Backends::start(&[pod("ssl", "site", "site-a")]);
     let mut vars = backends.vars();
     vars.extend(secrets_vars(&a, &b));
@@ -104,7 +68,7 @@ async fn transaction_left_open_is_aborted_at_start_and_updates_apply_again() {
 
     // An agent dies between `set ssl cert` and `commit`: the transaction
     // stays open in HAProxy, and would refuse every other certificate's.
-    let uncommitted = certificate(A_HOST, "a.example.com, never committed");
+    let uncommitted = TestCertificate::with_cn(A_HOST, "a.example.com, never committed");
     run.runtime()
         .set_ssl_cert(
             A_CERT,
@@ -112,14 +76,14 @@ async fn transaction_left_open_is_aborted_at_start_and_updates_apply_again() {
         )
         .await
         .expect("open a transaction");
-    assert_eq!(open_transaction(&run).await.as_deref(), Some(A_CERT));
+    assert_eq!(open_ssl_transaction(&run).await.as_deref(), Some(A_CERT));
     run.kill9();
     run.spawn();
     run.expect_ready().await;
     // The restarted controller renders again (nothing changed): wait for it.
     run.wait_converged().await;
     assert_eq!(
-        open_transaction(&run).await,
+        open_ssl_transaction(&run).await,
         None,
         "the restarted agent aborts the transaction\n{}",
         run.output()
@@ -129,7 +93,7 @@ async fn transaction_left_open_is_aborted_at_start_and_updates_apply_again() {
     expect_certificate(&run, A_HOST, A_HOST).await;
 
     // Rotating the other certificate works, at runtime.
-    let rotated = certificate(B_HOST, "b.example.com, rotated");
+    let rotated = TestCertificate::with_cn(B_HOST, "b.example.com, rotated");
     let before = run.desired_generation().await;
     run.write_manifest("secrets.yaml", &secrets_yaml(&a, &rotated));
     let status = run.expect_outcome_after(before, "runtime").await;
@@ -143,7 +107,7 @@ async fn transaction_left_open_is_aborted_at_start_and_updates_apply_again() {
     );
     expect_certificate(&run, B_HOST, "b.example.com, rotated").await;
     expect_certificate(&run, A_HOST, A_HOST).await;
-    assert_eq!(open_transaction(&run).await, None);
+    assert_eq!(open_ssl_transaction(&run).await, None);
 
     // A new host on the same Service is a map change, applied at runtime:
     // the live map then holds every entry of the applied map file.

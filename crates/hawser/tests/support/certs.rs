@@ -10,12 +10,18 @@ pub struct TestCertificate {
 impl TestCertificate {
     /// A self-signed certificate with subject CN `host` and SAN `host`.
     pub fn self_signed(host: &str) -> TestCertificate {
+        TestCertificate::with_cn(host, host)
+    }
+
+    /// A self-signed certificate for `host` (its SAN) whose subject CN is
+    /// `cn`, so that a test can tell two certificates for one host apart.
+    pub fn with_cn(host: &str, cn: &str) -> TestCertificate {
         let key = rcgen::KeyPair::generate().expect("generate a key");
         let mut params =
             rcgen::CertificateParams::new(vec![host.to_string()]).expect("certificate params");
         params
             .distinguished_name
-            .push(rcgen::DnType::CommonName, host);
+            .push(rcgen::DnType::CommonName, cn);
         let cert = params.self_signed(&key).expect("self-sign");
         TestCertificate {
             cert_pem: cert.pem(),

@@ -25,6 +25,7 @@ const HAWSER_FLAG_ENV: &[&str] = &[
     "HAWSER_CERTS_STORE",
     "HAWSER_ECHO_LISTEN",
     "HAWSER_LOG",
+    "HAWSER_FAILPOINTS",
     "POD_NAMESPACE",
     "POD_NAME",
     "SERVICE_NAME",

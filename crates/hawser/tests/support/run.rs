@@ -31,6 +31,8 @@ pub struct Run {
     state_dir: Option<PathBuf>,
     process: Option<ChildGuard>,
     extra_args: Vec<String>,
+    /// Environment variables set for every start (see [`Run::set_env`]).
+    env: Vec<(String, String)>,
     binary: Option<PathBuf>,
     haproxy: Option<PathBuf>,
 }
@@ -51,6 +53,8 @@ pub struct RunOptions {
     /// Another HAProxy than `HAWSER_HAPROXY` (e.g. a symlink the test
     /// switches to another binary).
     pub haproxy: Option<PathBuf>,
+    /// Environment variables for `hawser run` (e.g. `HAWSER_FAILPOINTS`).
+    pub env: Vec<(String, String)>,
 }
 
 impl Run {
@@ -87,6 +91,7 @@ impl Run {
             state_dir: options.state_dir,
             process: None,
             extra_args: options.args,
+            env: options.env,
             binary: options.binary,
             haproxy: options.haproxy,
         };
@@ -142,7 +147,47 @@ impl Run {
             command.env("HAWSER_HAPROXY", haproxy);
         }
         command.env("HAWSER_LOG", "info");
+        command.envs(self.env.iter().map(|(k, v)| (k, v)));
         self.process = Some(ChildGuard::spawn("hawser run", &mut command));
+    }
+
+    /// Replaces the environment variables of the next starts
+    /// ([`RunOptions::env`]): e.g. to arm a crash point for one start only.
+    pub fn set_env(&mut self, env: &[(&str, &str)]) {
+        self.env = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+    }
+
+    /// Waits until `hawser run` has died of SIGKILL at the crash point
+    /// `point` (its last words name it); fails if it exits otherwise or
+    /// lives on for [`TIMEOUT`].
+    pub async fn expect_killed_at(&mut self, point: &str) {
+        use std::os::unix::process::ExitStatusExt as _;
+        let deadline = Instant::now() + TIMEOUT;
+        let status = loop {
+            let process = self.process.as_mut().expect("hawser run was started");
+            if let Some(status) = process.exited() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "hawser run never reached the crash point {point}\n{}",
+                self.output()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        let last_words = format!("failpoint {point} reached");
+        // The output reader may be a moment behind the exit.
+        while !self.output().contains(&last_words) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            status.signal() == Some(9) && self.output().contains(&last_words),
+            "hawser run should have died of SIGKILL at {point}, it ended with {status}\n{}",
+            self.output()
+        );
     }
 
     /// The pid of `hawser run`, while it runs.
