@@ -18,11 +18,10 @@
 
 use crate::support;
 
-use std::process::Command;
 use std::time::Duration;
 
 use support::{
-    Backends, Load, LoadTarget, Manifests, Run, TestCertificate, Vars, fixture_dir, pod,
+    Backends, Load, LoadTarget, Manifests, Run, TestCertificate, Vars, fixture_dir, pod, signal,
 };
 
 const A_HOST: &str = "a.example.com";
@@ -157,17 +156,7 @@ async fn expect_runtime_changes_served(run: &Run) {
 
 /// A self-signed certificate for a.example.com whose subject CN is `cn`.
 fn certificate(cn: &str) -> TestCertificate {
-    let key = rcgen::KeyPair::generate().expect("generate a key");
-    let mut params =
-        rcgen::CertificateParams::new(vec![A_HOST.to_string()]).expect("certificate params");
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, cn);
-    let cert = params.self_signed(&key).expect("self-sign");
-    TestCertificate {
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-    }
+    TestCertificate::with_cn(A_HOST, cn)
 }
 
 fn secret_vars(cert: &TestCertificate) -> Vars {
@@ -207,13 +196,4 @@ async fn master_pid(run: &Run) -> u32 {
         .expect("show proc on the master CLI")
         .master
         .pid
-}
-
-/// `kill -<signal> <pid>`.
-fn signal(signal: &str, pid: u32) {
-    let status = Command::new("kill")
-        .args([&format!("-{signal}"), "--", &pid.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill -{signal} {pid}");
 }

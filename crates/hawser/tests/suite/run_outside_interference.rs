@@ -15,11 +15,10 @@
 use crate::support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{Backends, Load, LoadTarget, Manifests, Run, RunOptions, pod};
+use support::{Backends, Load, LoadTarget, Manifests, Run, RunOptions, pod, signal};
 use tokio::net::{UnixListener, UnixStream};
 
 const HOST: &str = "web.example.com";
@@ -261,13 +260,4 @@ async fn hold_every_connection(socket: &Path) -> Vec<UnixStream> {
     }
     assert!(!held.is_empty(), "no connection to {}", socket.display());
     held
-}
-
-/// `kill -<signal> <pid>`.
-fn signal(signal: &str, pid: u32) {
-    let status = Command::new("kill")
-        .args([&format!("-{signal}"), "--", &pid.to_string()])
-        .status()
-        .expect("run kill");
-    assert!(status.success(), "kill -{signal} {pid}");
 }

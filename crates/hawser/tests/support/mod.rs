@@ -59,6 +59,7 @@ pub use keep_alive::{get_on_one_connection, read_response};
 pub use load::{Load, LoadReport, LoadTarget};
 pub use process::{
     ChildGuard, Finished, haproxy_binary, haproxy_upgrade_binary, hawser_command, run_to_end,
+    signal,
 };
 pub use run::{Run, RunOptions};
 pub use split::{AgentProc, ControllerProc, Pki, copy_dir};

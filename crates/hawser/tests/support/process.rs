@@ -243,3 +243,13 @@ fn capture_lines(
         }
     });
 }
+
+/// `kill -<signal> <pid>`: a signal from outside, as an operator or a crash
+/// would send it.
+pub fn signal(signal: &str, pid: u32) {
+    let status = Command::new("kill")
+        .args([&format!("-{signal}"), "--", &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -{signal} {pid}");
+}
