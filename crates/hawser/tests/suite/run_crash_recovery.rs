@@ -30,8 +30,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::{
-    Backends, Manifests, Run, TIMEOUT, TreeSnapshot, expect_admin_address_free,
-    expect_one_haproxy_master, expect_one_whole_version, expect_sane_tree, haproxy_masters, pod,
+    Backends, CRASH_HOSTS as HOSTS, Manifests, Run, TIMEOUT, TreeSnapshot, crash_routes,
+    expect_admin_address_free, expect_one_haproxy_master, expect_one_whole_version,
+    expect_sane_tree, haproxy_masters, pod,
 };
 
 const ROUNDS: u64 = 20;
@@ -39,7 +40,6 @@ const BASE_SEED: u64 = 0x6861_7773_6572_2d39;
 const MAX_DELAY_MS: u64 = 150;
 /// The "version" Services; generation N of the test routes a and b to one.
 const VERSIONS: [&str; 3] = ["v0", "v1", "v2"];
-const HOSTS: [&str; 2] = ["a.example.com", "b.example.com"];
 /// Path types of a and b: both prefix routes.
 const ONE_MAP: [&str; 2] = ["Prefix", "Prefix"];
 /// a an exact route, b a prefix route: different kinds of keys in the one map.
@@ -51,31 +51,6 @@ fn splitmix64(seed: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
-}
-
-/// Ingress routes: `/` of a and b, with these path types, to `service`.
-fn routes(service: &str, path_types: [&str; 2]) -> String {
-    let mut rules = String::new();
-    for (host, path_type) in HOSTS.iter().zip(path_types) {
-        rules.push_str(&format!(
-            r#"    - host: {host}
-      http:
-        paths:
-          - path: /
-            pathType: {path_type}
-            backend: {{ service: {{ name: {service}, port: {{ name: http }} }} }}
-"#
-        ));
-    }
-    format!(
-        r#"apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {{ name: routes, namespace: crash }}
-spec:
-  ingressClassName: hawser
-  rules:
-{rules}"#
-    )
 }
 
 fn generation(status: &Value, field: &str) -> u64 {
@@ -118,7 +93,10 @@ impl Scene {
             .collect();
         let backends = Backends::start(&pods);
         let manifests = Manifests::from_fixture("run_crash_recovery", &backends.vars());
-        let routes = ("routes.yaml", routes(VERSIONS[0], path_types));
+        let routes = (
+            "routes.yaml",
+            crash_routes("crash", VERSIONS[0], path_types),
+        );
         for (name, content) in std::iter::once(&routes).chain(more) {
             std::fs::write(manifests.path().join(name), content).expect("write a manifest");
         }
@@ -158,7 +136,7 @@ async fn kill_9_during_applies_leaves_one_whole_version_and_recovers() {
         );
 
         let before = generation(&status, "desired_generation");
-        run.write_manifest("routes.yaml", &routes(new, ONE_MAP));
+        run.write_manifest("routes.yaml", &crash_routes("crash", new, ONE_MAP));
         let rendered = run
             .wait_for_status("the new routes rendered", |s| {
                 s["desired_generation"].as_u64().unwrap_or(0) > before
@@ -252,7 +230,7 @@ async fn kill_9_between_two_map_commits_leaves_one_whole_version() {
             "round {round}, {old} -> {new}, killed when {} answered from {new}",
             HOSTS[0]
         );
-        run.write_manifest("routes.yaml", &routes(new, TWO_MAPS));
+        run.write_manifest("routes.yaml", &crash_routes("crash", new, TWO_MAPS));
         expect_switch_seen(run, HOSTS[0], new, &context).await;
         run.kill9();
         expect_one_whole_version(run, &HOSTS, &[old, new], &context).await;

@@ -39,15 +39,16 @@ use crate::support;
 
 use serde_json::Value;
 use support::{
-    Backends, Load, LoadTarget, Manifests, Run, TestCertificate, TreeSnapshot, Vars,
-    expect_admin_address_free, expect_certificate_of, expect_one_haproxy_master,
-    expect_one_whole_version, expect_sane_tree, fixture_dir, haproxy_masters, open_ssl_transaction,
-    pod,
+    Backends, CRASH_HOSTS as HOSTS, Load, LoadTarget, Manifests, Run, TestCertificate,
+    TreeSnapshot, Vars, crash_routes, expect_admin_address_free, expect_certificate_of,
+    expect_one_haproxy_master, expect_one_whole_version, expect_sane_tree, fixture_dir,
+    haproxy_masters, open_ssl_transaction, pod,
 };
 
 /// The "version" Services; a and b route to one of them.
 const VERSIONS: [&str; 3] = ["v0", "v1", "v2"];
-const HOSTS: [&str; 2] = ["a.example.com", "b.example.com"];
+/// Path types of a and b: both prefix routes.
+const PREFIXES: [&str; 2] = ["Prefix", "Prefix"];
 const TLS_HOST: &str = "s.example.com";
 /// The certificate store of s.example.com's Secret.
 const TLS_CERT: &str = "certs/fail_s-tls.pem";
@@ -75,31 +76,6 @@ impl Change {
             Change::Certificate => VERSIONS[0],
         }
     }
-}
-
-/// Ingress routes: `/` of a and b (Prefix) to `service`.
-fn routes(service: &str) -> String {
-    let mut rules = String::new();
-    for host in HOSTS {
-        rules.push_str(&format!(
-            r#"    - host: {host}
-      http:
-        paths:
-          - path: /
-            pathType: Prefix
-            backend: {{ service: {{ name: {service}, port: {{ name: http }} }} }}
-"#
-        ));
-    }
-    format!(
-        r#"apiVersion: networking.k8s.io/v1
-kind: Ingress
-metadata: {{ name: routes, namespace: fail }}
-spec:
-  ingressClassName: hawser
-  rules:
-{rules}"#
-    )
 }
 
 fn secret_vars(certificate: &TestCertificate) -> Vars {
@@ -139,8 +115,11 @@ impl Scene {
         let mut vars = backends.vars();
         vars.extend(secret_vars(&TestCertificate::with_cn(TLS_HOST, OLD_CN)));
         let manifests = Manifests::from_fixture("run_failpoints", &vars);
-        std::fs::write(manifests.path().join("routes.yaml"), routes(VERSIONS[0]))
-            .expect("write routes.yaml");
+        std::fs::write(
+            manifests.path().join("routes.yaml"),
+            crash_routes("fail", VERSIONS[0], PREFIXES),
+        )
+        .expect("write routes.yaml");
         let run = Run::start(manifests.path()).await;
         let status = run.wait_converged().await;
         for host in HOSTS {
@@ -189,9 +168,10 @@ async fn kill_at(point: &str, change: Change) {
     run.kill9();
     expect_admin_address_free(run, &context).await;
     match change {
-        Change::Map | Change::Reload => {
-            run.write_manifest("routes.yaml", &routes(change.routed_to()))
-        }
+        Change::Map | Change::Reload => run.write_manifest(
+            "routes.yaml",
+            &crash_routes("fail", change.routed_to(), PREFIXES),
+        ),
         Change::Certificate => run.write_manifest(
             "secret.yaml",
             &secret_yaml(&TestCertificate::with_cn(TLS_HOST, NEW_CN)),

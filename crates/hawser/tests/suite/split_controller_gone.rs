@@ -9,6 +9,7 @@
 
 use crate::support;
 
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use support::proxy::{Link, Proxy};
@@ -35,6 +36,25 @@ fn scene() -> Scene {
         _backends: backends,
         manifests,
         agents,
+    }
+}
+
+impl Scene {
+    /// A controller pushing to `addresses` (the agents', or proxies in
+    /// front of them), once every agent holds its render.
+    async fn controller_at(&self, addresses: &[SocketAddr]) -> ControllerProc {
+        let controller = ControllerProc::start_at(
+            self.manifests.path(),
+            addresses,
+            &self.pki.controller_dir(),
+            &[],
+        );
+        controller.wait_converged().await;
+        controller
+    }
+
+    fn addresses(&self) -> Vec<SocketAddr> {
+        self.agents.iter().map(|a| a.listen).collect()
     }
 }
 
@@ -110,14 +130,7 @@ fn expect_quiet_resync(agents: &[AgentProc], applied: &[usize], reloaded: &[usiz
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agents_serve_on_while_the_controller_is_killed_and_resync_quietly() {
     let scene = scene();
-    let agents: Vec<&AgentProc> = scene.agents.iter().collect();
-    let controller = ControllerProc::start(
-        scene.manifests.path(),
-        &agents,
-        &scene.pki.controller_dir(),
-        &[],
-    );
-    controller.wait_converged().await;
+    let controller = scene.controller_at(&scene.addresses()).await;
     expect_served(&scene.agents, "/app/x").await;
     let load = FleetLoad::start(&scene.agents, "/app/x");
 
@@ -127,13 +140,7 @@ async fn agents_serve_on_while_the_controller_is_killed_and_resync_quietly() {
     let (applied, reloaded) = (applies(&scene.agents), reloads(&scene.agents));
 
     // A new controller process renders the same manifests again.
-    let controller = ControllerProc::start(
-        scene.manifests.path(),
-        &agents,
-        &scene.pki.controller_dir(),
-        &[],
-    );
-    controller.wait_converged().await;
+    let _controller = scene.controller_at(&scene.addresses()).await;
     load.expect_no_failure("the controller killed and back")
         .await;
     expect_quiet_resync(&scene.agents, &applied, &reloaded);
@@ -147,13 +154,7 @@ async fn agents_serve_on_through_a_partition_and_take_what_changed_once_it_heals
         proxies.push(Proxy::start(agent.listen).await);
     }
     let addresses: Vec<_> = proxies.iter().map(|p| p.addr).collect();
-    let controller = ControllerProc::start_at(
-        scene.manifests.path(),
-        &addresses,
-        &scene.pki.controller_dir(),
-        &[],
-    );
-    controller.wait_converged().await;
+    let controller = scene.controller_at(&addresses).await;
     expect_served(&scene.agents, "/app/x").await;
     let load = FleetLoad::start(&scene.agents, "/app/x");
 

@@ -163,3 +163,32 @@ pub async fn open_ssl_transaction(run: &Run) -> Option<String> {
         .expect("show ssl cert")
         .transaction
 }
+
+/// The hosts the crash tests route, each to one "version" Service.
+pub const CRASH_HOSTS: [&str; 2] = ["a.example.com", "b.example.com"];
+
+/// Ingress `routes` of `namespace`: `/` of each of [`CRASH_HOSTS`], with
+/// the path type beside it, to `service` (port `http`).
+pub fn crash_routes(namespace: &str, service: &str, path_types: [&str; 2]) -> String {
+    let mut rules = String::new();
+    for (host, path_type) in CRASH_HOSTS.iter().zip(path_types) {
+        rules.push_str(&format!(
+            r#"    - host: {host}
+      http:
+        paths:
+          - path: /
+            pathType: {path_type}
+            backend: {{ service: {{ name: {service}, port: {{ name: http }} }} }}
+"#
+        ));
+    }
+    format!(
+        r#"apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{ name: routes, namespace: {namespace} }}
+spec:
+  ingressClassName: hawser
+  rules:
+{rules}"#
+    )
+}

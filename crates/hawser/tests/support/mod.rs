@@ -48,8 +48,9 @@ use std::time::Duration;
 pub use backends::{Backends, Pod, pod};
 pub use certs::TestCertificate;
 pub use crash::{
-    expect_admin_address_free, expect_certificate, expect_certificate_of,
-    expect_one_haproxy_master, expect_one_whole_version, expect_sane_tree, open_ssl_transaction,
+    CRASH_HOSTS, crash_routes, expect_admin_address_free, expect_certificate,
+    expect_certificate_of, expect_one_haproxy_master, expect_one_whole_version, expect_sane_tree,
+    open_ssl_transaction,
 };
 pub use fixture::{Manifests, Vars, fixture_dir, render, repository_dir};
 pub use gateway::{Gateway, INFRA, WEB, expect_request_header, serve_gateway};
