@@ -261,6 +261,8 @@ fn validated_routes(
 ) -> Result<(Vec<Route>, Option<BackendKey>), String> {
     let namespace = &ingress.key.namespace;
     validate::label_name("namespace", namespace)?; // it names TLS files even without routes
+    // Its name ends every route's map value and names its feature sets.
+    validate::subdomain_name("name", &ingress.key.name)?;
     let mut routes = Vec::new();
     // Its backend annotations make backends of its own (see BackendKey).
     let overrides: BTreeMap<String, String> = annotations

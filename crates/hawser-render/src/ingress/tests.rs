@@ -610,6 +610,26 @@ fn a_bad_namespace_rejects_even_an_ingress_without_routes() {
 }
 
 #[test]
+fn a_bad_name_rejects_the_ingress_and_reaches_no_map() {
+    // The name ends every route's map value: a line break would add a route.
+    for name in ["evil\nz.example.com/ be_app_web_80", "a b", "a;b", "A"] {
+        let ing = routed("app", name, PathType::Prefix, "/", "web");
+        let (table, diags) = build(&store([ing]));
+        assert!(
+            table.prefix.is_empty() && table.exact.is_empty(),
+            "{name:?}"
+        );
+        assert_eq!(diags.len(), 1, "{name:?}: {:?}", lines(&diags));
+        assert_eq!(diags[0].severity, Severity::Rejected, "{name:?}");
+        assert!(
+            diags[0].message.starts_with("name "),
+            "{}",
+            diags[0].message
+        );
+    }
+}
+
+#[test]
 fn default_backend_comes_from_the_oldest_ingress() {
     let with_default = |name: &str, at: &str, backend: &str| {
         let mut ing = created(ingress("app", name), at);
