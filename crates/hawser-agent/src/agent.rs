@@ -685,6 +685,14 @@ impl Core {
                 self.repair_drift().await;
                 Ok(())
             }
+            Err(e) if e.never_started() => {
+                // HAProxy still runs the running version: only `current` goes back.
+                if let Err(back) = self.tree.roll_back() {
+                    warn!("cannot roll back: {back}");
+                }
+                self.publish_running();
+                Err(e.into())
+            }
             Err(e) => {
                 self.status.send_modify(|s| s.failed_reloads += 1);
                 if matches!(e, crate::reload::ReloadError::Refused { .. }) {

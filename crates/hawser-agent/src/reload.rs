@@ -41,6 +41,12 @@ pub enum ReloadError {
 }
 
 impl ReloadError {
+    /// Whether HAProxy was not asked to reload at all: the runtime API,
+    /// through which the reload would be verified, refuses this process.
+    pub fn never_started(&self) -> bool {
+        matches!(self, ReloadError::Socket(e) if e.is_denied())
+    }
+
     pub fn metric_label(&self) -> &'static str {
         match self {
             ReloadError::Refused { .. } => "refused",
@@ -137,6 +143,9 @@ impl Reloader {
         };
         let text = match self.runtime.show_servers_state_raw().await {
             Ok(text) => text,
+            // A socket this process may not use is the same after a reload,
+            // which is verified through it: no reload starts.
+            Err(e) if e.is_denied() => return Err(e.into()),
             // No worker answering (the bootstrap or a dead worker): nothing to keep.
             Err(_) => return Ok(()),
         };

@@ -34,6 +34,12 @@ impl OpError {
     pub fn is_unanswered(&self) -> bool {
         matches!(self, OpError::Socket { source, .. } if source.is_unanswered())
     }
+
+    /// Whether HAProxy's runtime API refuses this process access
+    /// (see [`SocketError::is_denied`]).
+    pub fn is_denied(&self) -> bool {
+        matches!(self, OpError::Socket { source, .. } if source.is_denied())
+    }
 }
 
 /// Runs `ops` in order; stops at the first failure.

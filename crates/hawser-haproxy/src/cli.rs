@@ -159,6 +159,7 @@ fn connect_error(socket: &Path, source: io::Error) -> SocketError {
     let socket = socket.to_owned();
     match source.kind() {
         io::ErrorKind::ConnectionRefused => SocketError::Busy { socket, source },
+        io::ErrorKind::PermissionDenied => SocketError::Denied { socket, source },
         _ => SocketError::Connect { socket, source },
     }
 }
@@ -226,5 +227,19 @@ mod tests {
             "show proc;quit\n"
         );
         assert_eq!(Command::new("show info").wire(Peer::Worker), "show info\n");
+    }
+
+    #[test]
+    fn a_socket_that_refuses_access_is_denied_not_missing() {
+        let socket = Path::new("/run/admin.sock");
+        let denied = connect_error(socket, io::ErrorKind::PermissionDenied.into());
+        assert!(denied.is_denied(), "{denied:?}");
+        assert_eq!(denied.metric_label(), "denied");
+        assert!(denied.to_string().contains("permission denied"), "{denied}");
+        let missing = connect_error(socket, io::ErrorKind::NotFound.into());
+        assert!(
+            matches!(missing, SocketError::Connect { .. }),
+            "{missing:?}"
+        );
     }
 }

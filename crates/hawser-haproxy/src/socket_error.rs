@@ -20,7 +20,21 @@ pub enum SocketError {
         source: io::Error,
     },
 
-    /// The socket could not be reached for another reason (missing, permissions).
+    /// The socket exists and this process may not use it: its mode or owner
+    /// lets other users in only. A reload leaves it as it is.
+    #[error(
+        "haproxy socket {} refuses this process access (permission denied): give hawser's user read and write access to it",
+        socket.display()
+    )]
+    Denied {
+        /// The socket path.
+        socket: PathBuf,
+        /// What the operating system said.
+        #[source]
+        source: io::Error,
+    },
+
+    /// The socket could not be reached for another reason (e.g. missing).
     #[error("failed to connect to haproxy socket {}", socket.display())]
     Connect {
         /// The socket path.
@@ -148,10 +162,17 @@ impl SocketError {
         matches!(self, Self::Timeout { .. } | Self::NoReply { .. })
     }
 
+    /// Whether the socket refused this process access: like a stalled
+    /// socket, it is the same after a reload, which is verified through it.
+    pub fn is_denied(&self) -> bool {
+        matches!(self, Self::Denied { .. })
+    }
+
     /// A stable category for metrics and events.
     pub fn metric_label(&self) -> &'static str {
         match self {
             Self::Busy { .. } => "busy",
+            Self::Denied { .. } => "denied",
             Self::Connect { .. } => "connect",
             Self::Io { .. } => "io",
             Self::Timeout { .. } => "timeout",

@@ -22,10 +22,10 @@ pub enum ApplyError {
     /// HAProxy refused it on reload, or the reload could not be verified.
     #[error(transparent)]
     Reload(#[from] ReloadError),
-    /// HAProxy's runtime API took a command and did not answer: the change
-    /// could not be made at runtime, and a reload would not be verified
-    /// either.
-    #[error("HAProxy's runtime API does not answer: {0}")]
+    /// HAProxy's runtime API took a command and did not answer, or refuses
+    /// this process access: the change could not be made at runtime, and a
+    /// reload would not be verified either.
+    #[error("HAProxy's runtime API cannot take the change: {0}")]
     Unanswered(OpError),
 }
 
@@ -52,6 +52,7 @@ impl ApplyError {
             ApplyError::Stage(e) | ApplyError::Publish(e) => e.metric_label(),
             ApplyError::Check(e) => e.metric_label(),
             ApplyError::Reload(e) => e.metric_label(),
+            ApplyError::Unanswered(e) if e.is_denied() => "runtime_denied",
             ApplyError::Unanswered(_) => "runtime_unanswered",
         }
     }

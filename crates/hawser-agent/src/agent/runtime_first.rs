@@ -93,9 +93,10 @@ impl Core {
             }
         };
         if let Err(e) = executed {
-            if e.is_unanswered() {
+            if e.is_unanswered() || e.is_denied() {
                 // A stalled socket stays stalled across a reload, which is
-                // verified through it: that would only wait longer. What
+                // verified through it, and so does one that refuses this
+                // process access: a reload would only wait longer. What
                 // went through is put right when the version is tried
                 // again (or by drift repair). A socket that is not there
                 // at all (refused) is one a reload brings back.

@@ -10,7 +10,10 @@
 //!   (every one held open by someone else): each command gives up after a
 //!   bounded wait, `/status` names the socket and what failed, HAProxy
 //!   keeps serving the version before, and once the socket answers again
-//!   the version that failed applies by itself, with no further change.
+//!   the version that failed applies by itself, with no further change;
+//! - the stats socket refuses hawser access (its mode): no reload is
+//!   started, since none could be verified; once allowed, the version
+//!   applies by itself.
 
 use crate::support;
 
@@ -149,6 +152,85 @@ async fn a_master_cli_without_free_connections_costs_a_bounded_wait_and_the_vers
         before + 1,
         "the same version applied, nothing newer: {status:#}"
     );
+}
+
+/// Root is refused nothing by file modes: hawser, and the HAProxy it starts,
+/// run without the capabilities that bypass them, so that a socket of mode
+/// 000 refuses them as it would refuse any other user.
+const WITHOUT_FILE_MODE_BYPASS: [&str; 3] = [
+    "setpriv",
+    "--bounding-set",
+    "-dac_override,-dac_read_search",
+];
+
+/// The stats socket refuses hawser access (mode 000, hawser without the
+/// capabilities that bypass file modes). Oracle: a runtime change and then
+/// a change that needs a reload are each refused at once, naming the
+/// socket, "permission denied" and when they are tried again; HAProxy is
+/// never asked to reload (a reload would be verified through that socket):
+/// the same worker serves the version before, ready, with no failed
+/// reload. Once the socket lets hawser in, the newest version applies by
+/// itself, with no further change.
+#[tokio::test]
+async fn a_stats_socket_that_refuses_access_costs_no_reload_and_the_version_applies_once_allowed() {
+    let (backends, manifests) = fixture();
+    let options = RunOptions {
+        // No spares: a new Service takes a reload.
+        config_tail: "  spareBackends: 0\n".to_string(),
+        launcher: WITHOUT_FILE_MODE_BYPASS.map(String::from).to_vec(),
+        ..RunOptions::default()
+    };
+    let run = Run::start_with(manifests.path(), options).await;
+    let converged = run.wait_converged().await;
+    let worker = run.serving_worker().await;
+    let socket = run.state_dir().join("run/admin.sock");
+    set_mode(&socket, 0o000);
+
+    let before = run.desired_generation().await;
+    run.write_manifest("endpoints.yaml", &endpoints(&backends, &["web-a", "web-b"]));
+    expect_denied(&run, before).await;
+    let api = backends.pod("api-a").addr;
+    run.write_manifest("api.yaml", &api_service(api.ip().to_string(), api.port()));
+    let status = expect_denied(&run, before + 1).await;
+    assert_eq!(status["ready"], true, "{status:#}");
+    assert_eq!(
+        status["agent"]["reloads"], converged["agent"]["reloads"],
+        "no reload was started: {status:#}"
+    );
+    assert_eq!(status["agent"]["failed_reloads"], 0, "{status:#}");
+    assert_eq!(
+        status["agent"]["worker_pid"].as_u64(),
+        Some(u64::from(worker)),
+        "{status:#}"
+    );
+    run.expect_routed_to(HOST, "/", "web").await;
+
+    set_mode(&socket, 0o600);
+    run.expect_route_eventually("api.example.com", "/", "api")
+        .await;
+    run.expect_pods_reached(HOST, "/", &["web-a", "web-b"])
+        .await;
+    let status = run.wait_converged().await;
+    assert_eq!(
+        status["desired_generation"],
+        before + 2,
+        "the same version applied, nothing newer: {status:#}"
+    );
+}
+
+/// Waits until the version after `before` is refused because the stats
+/// socket refuses access; returns `/status`.
+async fn expect_denied(run: &Run, before: u64) -> Value {
+    let status = expect_failure_named(run, before, "admin.sock").await;
+    let error = status["agent"]["last_error"].as_str().unwrap_or_default();
+    assert!(error.contains("permission denied"), "{status:#}");
+    status
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .unwrap_or_else(|e| panic!("chmod {mode:o} {}: {e}", path.display()));
 }
 
 /// Waits until the agent refused the version after `before` for a reason

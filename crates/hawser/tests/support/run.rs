@@ -35,6 +35,7 @@ pub struct Run {
     env: Vec<(String, String)>,
     binary: Option<PathBuf>,
     haproxy: Option<PathBuf>,
+    launcher: Vec<String>,
 }
 
 /// Options for [`Run::start_with`].
@@ -55,6 +56,9 @@ pub struct RunOptions {
     pub haproxy: Option<PathBuf>,
     /// Environment variables for `hawser run` (e.g. `HAWSER_FAILPOINTS`).
     pub env: Vec<(String, String)>,
+    /// A program and its arguments that start `hawser run` (e.g. `setpriv`
+    /// with capabilities dropped); empty: hawser is started directly.
+    pub launcher: Vec<String>,
 }
 
 impl Run {
@@ -94,6 +98,7 @@ impl Run {
             env: options.env,
             binary: options.binary,
             haproxy: options.haproxy,
+            launcher: options.launcher,
         };
         run.write_config(&options.config_tail);
         run.spawn();
@@ -148,6 +153,9 @@ impl Run {
         }
         command.env("HAWSER_LOG", "info");
         command.envs(self.env.iter().map(|(k, v)| (k, v)));
+        if !self.launcher.is_empty() {
+            command = launched_by(&self.launcher, &command);
+        }
         self.process = Some(ChildGuard::spawn("hawser run", &mut command));
     }
 
@@ -658,4 +666,21 @@ fn series_value(text: &str, series: &str) -> Option<f64> {
             .and_then(|rest| rest.strip_prefix(' '))
             .and_then(|v| v.trim().parse::<f64>().ok())
     })
+}
+
+/// `command` started by `launcher` (a program and its first arguments),
+/// with the same environment.
+fn launched_by(launcher: &[String], command: &Command) -> Command {
+    let mut launched = Command::new(&launcher[0]);
+    launched
+        .args(&launcher[1..])
+        .arg(command.get_program())
+        .args(command.get_args());
+    for (name, value) in command.get_envs() {
+        match value {
+            Some(value) => launched.env(name, value),
+            None => launched.env_remove(name),
+        };
+    }
+    launched
 }
