@@ -619,7 +619,7 @@ impl Core {
             }
         };
         if self.reload_waits() {
-            self.change_servers_while_waiting(desired).await;
+            self.change_at_runtime_while_waiting(desired).await;
         }
         if !self.wait_for_reload_slot(newer).await {
             return Ok(None);

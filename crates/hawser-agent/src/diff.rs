@@ -360,6 +360,41 @@ pub fn server_changes_alone(running: &Plan, desired: &Plan) -> Vec<RuntimeOp> {
     changes.into_iter().chain(removes).collect()
 }
 
+/// The certificates renewed in place: new content at a path both versions
+/// hold, listed alike by every crt-list. What `set ssl cert` can change
+/// while a reload the rest needs waits for its slot.
+pub fn certificate_renewals_alone(
+    running: VersionView<'_>,
+    desired: VersionView<'_>,
+) -> Vec<RuntimeOp> {
+    let listed = |plan: &'_ Plan, cert: &str| -> Vec<(String, CrtListEntry)> {
+        plan.crt_lists
+            .iter()
+            .flat_map(|list| {
+                list.entries
+                    .iter()
+                    .filter(|e| e.certificate == cert)
+                    .map(|e| (list.path.clone(), e.clone()))
+            })
+            .collect()
+    };
+    desired
+        .files
+        .iter()
+        .filter(|(path, new)| {
+            new.kind == FileKind::Certificate
+                && running
+                    .files
+                    .get(path)
+                    .is_some_and(|old| old.kind == FileKind::Certificate && old != *new)
+                && listed(running.plan, path) == listed(desired.plan, path)
+        })
+        .map(|(path, _)| RuntimeOp::UpdateCertificate {
+            path: path.to_string(),
+        })
+        .collect()
+}
+
 /// A spare lent to one Service in the running version and to another in
 /// the desired one (the versions between, which emptied it, were skipped):
 /// added servers would take the old Service's traffic until its servers

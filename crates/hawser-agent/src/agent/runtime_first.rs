@@ -30,7 +30,9 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::{Core, Desired, Phases, apply_error::ApplyError};
-use crate::diff::{Decision, RuntimeOp, VersionView, decide, server_changes_alone};
+use crate::diff::{
+    Decision, RuntimeOp, VersionView, certificate_renewals_alone, decide, server_changes_alone,
+};
 use crate::runtime_ops::{self, describe};
 use crate::tree::VersionName;
 
@@ -150,24 +152,43 @@ impl Core {
 
     /// While a reload waits for its slot, changes at runtime already what
     /// needs none: the servers of the backends both versions declare alike
-    /// ([`server_changes_alone`]), so endpoint churn never waits behind a
-    /// reload. The running version's plan follows, so that what is decided
-    /// next starts from what HAProxy serves; the reload brings the rest.
-    /// `desired` passed the full check already (its server lines included),
-    /// so nothing is checked again here.
-    pub(super) async fn change_servers_while_waiting(&mut self, desired: &Desired) {
-        let ops = server_changes_alone(&self.running.plan, &desired.plan);
+    /// ([`server_changes_alone`]) and the certificates renewed in place
+    /// ([`certificate_renewals_alone`]), so neither endpoint churn nor a
+    /// renewal waits behind a reload. The running version follows, so that
+    /// what is decided next starts from what HAProxy serves; the reload
+    /// brings the rest. `desired` passed the full check already (its server
+    /// lines and certificates included), so nothing is checked again here.
+    pub(super) async fn change_at_runtime_while_waiting(&mut self, desired: &Desired) {
+        let running = VersionView {
+            plan: &self.running.plan,
+            files: &self.running.files,
+        };
+        let target = VersionView {
+            plan: &desired.plan,
+            files: &desired.files,
+        };
+        let ops: Vec<RuntimeOp> = certificate_renewals_alone(running, target)
+            .into_iter()
+            .chain(server_changes_alone(&self.running.plan, &desired.plan))
+            .collect();
         if ops.is_empty() {
             return;
         }
         let executed =
             runtime_ops::execute(&self.runtime, &ops, &desired.files, &desired.plan).await;
         if let Err(e) = executed {
-            warn!("changing servers while a reload waits failed ({e}); the reload will");
+            warn!("changing at runtime while a reload waits failed ({e}); the reload will");
             return;
         }
         self.status
             .send_modify(|s| s.runtime_ops += ops.len() as u64);
+        self.follow(desired, &ops);
+        let summary = ops.iter().map(describe).collect::<Vec<_>>().join(", ");
+        info!("applied while a reload waits for its slot: {summary}");
+    }
+
+    /// The running version after `ops`, taken from `desired`, were applied.
+    fn follow(&mut self, desired: &Desired, ops: &[RuntimeOp]) {
         let changed: BTreeSet<&str> = ops.iter().filter_map(RuntimeOp::backend).collect();
         for backend in &mut self.running.plan.backends {
             if !changed.contains(backend.name.as_str()) {
@@ -182,8 +203,25 @@ impl Core {
                 backend.servers.clone_from(&now.servers);
             }
         }
-        let summary = ops.iter().map(describe).collect::<Vec<_>>().join(", ");
-        info!("applied while a reload waits for its slot: {summary}");
+        for op in ops {
+            if let RuntimeOp::UpdateCertificate { path } = op
+                && let Some(file) = desired.files.get(path)
+            {
+                self.running
+                    .files
+                    .insert(path.clone(), file.kind, file.content.clone());
+                let renewed = desired.plan.certificates.iter().find(|c| &c.path == path);
+                let held = self
+                    .running
+                    .plan
+                    .certificates
+                    .iter_mut()
+                    .find(|c| &c.path == path);
+                if let (Some(renewed), Some(held)) = (renewed, held) {
+                    held.clone_from(renewed);
+                }
+            }
+        }
     }
 
     /// Takes HAProxy back to the running version after a runtime change to

@@ -497,3 +497,32 @@ fn servers_of_backends_both_versions_declare_alike_change_alone() {
     let new = spare(lent("be_app_new_80"), vec![server("c", "10.0.0.3", 80)]);
     assert!(server_changes_alone(&old.plan, &new.plan).is_empty());
 }
+
+#[test]
+fn certificates_renewed_in_place_change_alone() {
+    let running = base();
+    let mut desired = base();
+    desired.plan.structure_digest = "s2".into();
+    desired
+        .files
+        .insert("certs/app_a.pem", FileKind::Certificate, "a2");
+    desired
+        .files
+        .insert("certs/app_b.pem", FileKind::Certificate, "b1");
+    crt_entries(&mut desired).push(CrtListEntry {
+        certificate: "certs/app_b.pem".into(),
+        sni: vec!["b.test".into()],
+        options: Vec::new(),
+    });
+    assert!(is_reload(&decide(running.view(), desired.view())));
+    assert_eq!(
+        certificate_renewals_alone(running.view(), desired.view()),
+        vec![RuntimeOp::UpdateCertificate {
+            path: "certs/app_a.pem".into()
+        }],
+        "the renewal goes now; the new certificate waits for the reload"
+    );
+    // A certificate whose crt-list entry changes too waits for the reload.
+    crt_entries(&mut desired)[1].sni = vec!["a.test".into(), "www.a.test".into()];
+    assert!(certificate_renewals_alone(running.view(), desired.view()).is_empty());
+}

@@ -1,11 +1,11 @@
 //! `hawser run`: an SSL transaction left open in HAProxy (an agent killed
 //! between `set ssl cert` and `commit`) is aborted when the agent starts
 //! again, so it blocks no later certificate update; certificate rotations
-//! and map changes then apply at runtime, completely (fixture
-//! `run_ssl_transaction/`).
+//! and map changes then apply at runtime, completely; a renewal does not
+//! wait behind a paced reload (fixture `run_ssl_transaction/`).
 
 use crate::support::{
-    Backends, Manifests, Run, TestCertificate, Vars, expect_certificate, fixture_dir,
+    Backends, Manifests, Run, RunOptions, TestCertificate, Vars, expect_certificate, fixture_dir,
     open_ssl_transaction, pod,
 };
 
@@ -156,4 +156,68 @@ async fn transaction_left_open_is_aborted_at_start_and_updates_apply_again() {
         run.expect_routed_to(host, "/", "site").await;
     }
     assert_eq!(run.worker_pids().await, workers, "no reload");
+}
+
+/// A reload waiting for its slot (`--min-reload-interval-ms`, here far
+/// longer than the test) does not hold back a certificate renewed in place:
+/// it is changed at runtime meanwhile.
+///
+/// Oracle: the reload cannot happen before the test ends, so the renewed
+/// certificate can only be served through the runtime API; the applied
+/// generation, the reload count and the worker PIDs prove no reload
+/// happened.
+#[tokio::test]
+async fn a_certificate_renewal_does_not_wait_behind_a_paced_reload() {
+    let a = TestCertificate::with_cn(A_HOST, A_HOST);
+    let b = TestCertificate::with_cn(B_HOST, B_HOST);
+    let backends = Backends::start(&[pod("ssl", "site", "site-a")]);
+    let mut vars = backends.vars();
+    vars.extend(secrets_vars(&a, &b));
+    let manifests = Manifests::from_fixture("run_ssl_transaction", &vars);
+    let options = RunOptions {
+        args: vec!["--min-reload-interval-ms".into(), "600000".into()],
+        ..RunOptions::default()
+    };
+    // Its first version is a reload: the next may come ten minutes later.
+    let run = Run::start_with(manifests.path(), options).await;
+    let status = run.wait_converged().await;
+    let applied = status["applied_generation"].clone();
+    let workers = run.worker_pids().await;
+
+    // A default backend is named in haproxy.cfg itself: a reload, paced.
+    run.write_manifest(
+        "other.yaml",
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: { name: other, namespace: ssl }\n\
+         spec:\n  ingressClassName: hawser\n  defaultBackend: { service: { name: site, port: { name: http } } }\n",
+    );
+    run.wait_for_status("the reload rendered", |s| {
+        s["desired_generation"].as_u64() > applied.as_u64()
+    })
+    .await;
+    let renewed = TestCertificate::with_cn(A_HOST, "a.example.com, renewed");
+    run.write_manifest("secrets.yaml", &secrets_yaml(&renewed, &b));
+    let deadline = std::time::Instant::now() + crate::support::TIMEOUT;
+    loop {
+        let served = run.get_tls(Some(A_HOST), A_HOST, "/").await;
+        if served.tls().subject_cn.as_deref() == Some("a.example.com, renewed") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the renewal is not served: {:?}\n{}",
+            served.tls(),
+            run.output()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    expect_certificate(&run, A_HOST, "a.example.com, renewed").await;
+    expect_certificate(&run, B_HOST, B_HOST).await;
+
+    let status = run.status().await;
+    assert_eq!(
+        status["applied_generation"], applied,
+        "the reload still waits: {status:#}"
+    );
+    assert_eq!(status["reloads"], 1, "{status:#}");
+    assert_eq!(run.worker_pids().await, workers, "the worker is the same");
 }
