@@ -5,20 +5,23 @@
 //! | change                                        | applied by            |
 //! |-----------------------------------------------|-----------------------|
 //! | server added, removed, readdressed, reweighted, put in or out of maintenance | runtime API |
-//! | map content                                   | runtime API (one entry of a `str` or `beg` map by itself, else an atomic replace) |
+//! | map content                                   | runtime API (entry by entry in a `str` or `beg` map, else an atomic replace; see [`map_edits`]) |
 //! | certificate content                           | runtime API (SSL transaction) |
 //! | certificate added to / removed from the crt-list | runtime API        |
 //! | anything else in haproxy.cfg (its structure digest), the default certificate's place, a DNS-named server, a map or file appearing or going, anything not understood | reload |
 //!
 //! Runtime operations are ordered so that nothing refers to what does not
 //! exist yet: certificates and servers are added before maps route to them,
-//! and removed after.
+//! and removed after; what a route entry names is in its map before the
+//! route, and leaves it after.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use hawser_plan::{
-    BackendPlan, CrtListEntry, FileKind, FileSet, MapPlan, MatchKind, Plan, ServerPlan, ServerState,
-};
+mod map_edits;
+
+use map_edits::map_ops;
+
+use hawser_plan::{BackendPlan, CrtListEntry, FileKind, FileSet, Plan, ServerPlan, ServerState};
 
 /// One version as the diff sees it.
 #[derive(Debug, Clone, Copy)]
@@ -75,8 +78,7 @@ pub enum RuntimeOp {
     ReplaceMap {
         path: String,
     },
-    /// `add map`, `set map` or `del map` of the one entry that changed
-    /// (see [`edit_by_entry`]).
+    /// `add map`, `set map` or `del map` of one entry (see [`map_edits`]).
     EditMap {
         path: String,
         edit: MapEdit,
@@ -124,7 +126,7 @@ pub fn decide(running: VersionView<'_>, desired: VersionView<'_>) -> Decision {
         reasons.push("haproxy.cfg changed beyond its servers".to_string());
     }
     let (cert_adds, cert_removes) = diff_crt_lists(running.plan, desired.plan, &mut reasons);
-    let (cert_updates, map_replaces) = diff_files(
+    let (cert_updates, changed_maps) = diff_files(
         running.files,
         desired.files,
         &cert_adds,
@@ -139,15 +141,13 @@ pub fn decide(running: VersionView<'_>, desired: VersionView<'_>) -> Decision {
         reasons.truncate(MAX_REASONS);
         return Decision::Reload(reasons);
     }
+    let maps = map_ops(changed_maps, running.plan, desired.plan);
     let ordered: Vec<RuntimeOp> = cert_adds
         .into_values()
         .chain(cert_updates)
         .chain(server_adds_and_changes)
-        .chain(
-            map_replaces
-                .into_iter()
-                .map(|op| edit_by_entry(op, running.plan, desired.plan)),
-        )
+        .chain(maps.first)
+        .chain(maps.last)
         .chain(server_removes)
         .chain(cert_removes.into_values())
         .collect();
@@ -156,57 +156,6 @@ pub fn decide(running: VersionView<'_>, desired: VersionView<'_>) -> Decision {
     } else {
         Decision::Runtime(ordered)
     }
-}
-
-/// A map replacement as the one entry that changed, when only one did,
-/// keys are unique on both sides and HAProxy indexes the map as a tree
-/// (`str` and `beg` maps: the order of entries does not matter, `beg` takes
-/// the longest prefix however the entries came). One command is atomic;
-/// two are not, and a reader between them would see a mix of versions (two
-/// routes moved, one of them moved), so more changes replace the map in
-/// one transaction.
-fn edit_by_entry(op: RuntimeOp, running: &Plan, desired: &Plan) -> RuntimeOp {
-    let RuntimeOp::ReplaceMap { path } = &op else {
-        return op;
-    };
-    let (Some(old), Some(new)) = (find_map(running, path), find_map(desired, path)) else {
-        return op;
-    };
-    let tree = matches!(new.match_kind, MatchKind::Str | MatchKind::Beg);
-    if old.match_kind != new.match_kind || !tree {
-        return op;
-    }
-    let unique = |map: &MapPlan| -> Option<BTreeMap<String, String>> {
-        let entries: BTreeMap<String, String> = map
-            .entries
-            .iter()
-            .map(|e| (e.key.clone(), e.value.clone()))
-            .collect();
-        (entries.len() == map.entries.len()).then_some(entries)
-    };
-    let (Some(mut old), Some(new)) = (unique(old), unique(new)) else {
-        return op;
-    };
-    let mut edits = Vec::new();
-    for (key, value) in new {
-        match old.remove(&key) {
-            None => edits.push(MapEdit::Add { key, value }),
-            Some(was) if was != value => edits.push(MapEdit::Set { key, value }),
-            Some(_) => {}
-        }
-    }
-    edits.extend(old.into_keys().map(|key| MapEdit::Del { key }));
-    let (Some(edit), None) = (edits.pop(), edits.pop()) else {
-        return op;
-    };
-    RuntimeOp::EditMap {
-        path: path.clone(),
-        edit,
-    }
-}
-
-fn find_map<'a>(plan: &'a Plan, path: &str) -> Option<&'a MapPlan> {
-    plan.maps.iter().find(|m| m.path == path)
 }
 
 type CertOps = BTreeMap<String, RuntimeOp>;
@@ -292,9 +241,9 @@ fn diff_files(
     cert_adds: &CertOps,
     cert_removes: &CertOps,
     reasons: &mut Vec<String>,
-) -> (Vec<RuntimeOp>, Vec<RuntimeOp>) {
+) -> (Vec<RuntimeOp>, Vec<String>) {
     let mut cert_updates = Vec::new();
-    let mut map_replaces = Vec::new();
+    let mut changed_maps = Vec::new();
     let paths: BTreeSet<&str> = running
         .iter()
         .chain(desired.iter())
@@ -310,9 +259,7 @@ fn diff_files(
                 // The config's runtime-capable part is the servers, compared below;
                 // the rest is covered by the structure digest.
                 FileKind::Config => {}
-                FileKind::Map => map_replaces.push(RuntimeOp::ReplaceMap {
-                    path: path.to_string(),
-                }),
+                FileKind::Map => changed_maps.push(path.to_string()),
                 FileKind::Certificate => cert_updates.push(RuntimeOp::UpdateCertificate {
                     path: path.to_string(),
                 }),
@@ -330,7 +277,7 @@ fn diff_files(
             (None, None) => {}
         }
     }
-    (cert_updates, map_replaces)
+    (cert_updates, changed_maps)
 }
 
 /// The server changes of the backends both versions declare alike (the

@@ -9,6 +9,9 @@
 pub const CONFIG_PATH: &str = "haproxy.cfg";
 /// The one routing map: `<host><path>` → backend, matched with `map_beg`.
 pub const ROUTES_MAP_PATH: &str = "maps/routes.map";
+/// The routes whose paths are regular expressions, matched with `map_reg`
+/// in file order.
+pub const REGEX_ROUTES_MAP_PATH: &str = "maps/routes_regex.map";
 /// The Gateway API routing map.
 pub const GATEWAY_MAP_PATH: &str = "maps/gateway.map";
 /// Backends served from a spare: a Service's own backend name → the

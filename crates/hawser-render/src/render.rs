@@ -471,4 +471,4 @@ fn route_maps(routes: &RouteTable) -> Vec<MapPlan> {
 pub const WWW_REDIRECT_MAP_PATH: &str = "maps/www_redirect.map";
 
 /// The regex routes' map: keys are `^<host>(?i:<path regex>)`.
-pub const REGEX_ROUTES_MAP_PATH: &str = "maps/routes_regex.map";
+pub use hawser_plan::REGEX_ROUTES_MAP_PATH;

@@ -450,14 +450,42 @@ fn one_changed_entry_of_a_tree_map_is_edited_alone() {
 }
 
 #[test]
-fn two_changed_entries_a_list_map_or_a_repeated_key_replace_the_map_whole() {
+fn several_changed_entries_of_a_tree_map_are_edited_one_by_one() {
+    let edit = |edit| RuntimeOp::EditMap {
+        path: "maps/exact.map".into(),
+        edit,
+    };
+    let old = with_map(MatchKind::Beg, &[("a/", "be_a"), ("b/", "be_b")]);
+    let new = with_map(
+        MatchKind::Beg,
+        &[("a/", "be_x"), ("c/", "be_c"), ("c/d/", "be_d")],
+    );
+    // Added longest first, then changed, then removed (see `map_edits`).
+    assert_eq!(
+        decide(old.view(), new.view()),
+        runtime(vec![
+            edit(MapEdit::Add {
+                key: "c/d/".into(),
+                value: "be_d".into()
+            }),
+            edit(MapEdit::Add {
+                key: "c/".into(),
+                value: "be_c".into()
+            }),
+            edit(MapEdit::Set {
+                key: "a/".into(),
+                value: "be_x".into()
+            }),
+            edit(MapEdit::Del { key: "b/".into() }),
+        ])
+    );
+}
+
+#[test]
+fn a_list_map_or_a_repeated_key_is_replaced_whole() {
     let replace = runtime(vec![RuntimeOp::ReplaceMap {
         path: "maps/exact.map".into(),
     }]);
-    // Two routes moved: one transaction, never one route moved and not the other.
-    let old = with_map(MatchKind::Beg, &[("a/", "be_a"), ("b/", "be_b")]);
-    let new = with_map(MatchKind::Beg, &[("a/", "be_x"), ("b/", "be_x")]);
-    assert_eq!(decide(old.view(), new.view()), replace);
     // `reg` maps are tried in file order: an entry added last would be tried last.
     let old = with_map(MatchKind::Reg, &[("^a", "be_a")]);
     let new = with_map(MatchKind::Reg, &[("^ab", "be_b"), ("^a", "be_a")]);
