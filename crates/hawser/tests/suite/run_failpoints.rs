@@ -59,7 +59,9 @@ const LOAD_CLIENTS: usize = 4;
 /// What the test changes while hawser is dead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Change {
-    /// a and b from v0 to v1: a map change (one `replace map`), at runtime.
+    /// a and b from v0 to v1, and [`MORE_HOSTS`] hosts more to v1: more
+    /// entries than the agent edits one by one, so one `replace map`, at
+    /// runtime.
     Map,
     /// a and b from v0 to v2: v2's backend is added, a reload.
     Reload,
@@ -76,6 +78,26 @@ impl Change {
             Change::Certificate => VERSIONS[0],
         }
     }
+}
+
+/// Hosts a [`Change::Map`] adds: more than the 64 entries the agent edits
+/// one by one.
+const MORE_HOSTS: usize = 70;
+
+/// Ingress `more`: [`MORE_HOSTS`] hosts, `/` of each to `service`.
+fn more_hosts(service: &str) -> String {
+    let rules: String = (0..MORE_HOSTS)
+        .map(|i| {
+            format!(
+                "    - host: more-{i}.example.com\n      http:\n        paths:\n\
+                 \x20         - {{ path: /, pathType: Prefix, backend: {{ service: {{ name: {service}, port: {{ name: http }} }} }} }}\n"
+            )
+        })
+        .collect();
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{ name: more, namespace: fail }}\n\
+         spec:\n  ingressClassName: hawser\n  rules:\n{rules}"
+    )
 }
 
 fn secret_vars(certificate: &TestCertificate) -> Vars {
@@ -168,7 +190,15 @@ async fn kill_at(point: &str, change: Change) {
     run.kill9();
     expect_admin_address_free(run, &context).await;
     match change {
-        Change::Map | Change::Reload => run.write_manifest(
+        Change::Map => run.write_manifest(
+            "routes.yaml",
+            &format!(
+                "{}---\n{}",
+                crash_routes("fail", change.routed_to(), PREFIXES),
+                more_hosts(change.routed_to())
+            ),
+        ),
+        Change::Reload => run.write_manifest(
             "routes.yaml",
             &crash_routes("fail", change.routed_to(), PREFIXES),
         ),
