@@ -31,7 +31,10 @@
 //! §9.3.1); no request fails. With the default `maxOldWorkers` (3), HAProxy's
 //! `mworker-max-reloads 3` terminates a worker "once its number of reloads
 //! is greater than this number": a WebSocket lasts 3 reloads, is closed at
-//! the 4th, and a new one works.
+//! the 4th, and a new one works. And with `option idle-close-on-response`
+//! ("avoid closing idle frontend connections if a soft stop is in
+//! progress"), an old worker closes an idle HTTP/1.1 connection only after
+//! answering its next request: no request goes unanswered.
 
 use crate::support;
 
@@ -54,9 +57,14 @@ const GRPC_HOST: &str = "grpc.example.com";
 /// one after each: about 2 MiB, more than the echo once read of a body.
 const CHUNK: usize = 64 * 1024;
 
+/// A `defaults` snippet with HAProxy's `option idle-close-on-response`.
+const IDLE_CLOSE_ON_RESPONSE: &str =
+    "templates:\n  snippets:\n    defaults-idle: \"  option idle-close-on-response\\n\"\n";
+
 /// Serves the fixture with `settings` (YAML lines under `settings:`) and no
-/// spare backends, so that every new Service takes a reload.
-async fn serve(settings: &str) -> (Run, Manifests, Backends) {
+/// spare backends, so that every new Service takes a reload; `rest` follows
+/// the settings in the config file.
+async fn serve(settings: &str, rest: &str) -> (Run, Manifests, Backends) {
     let backends = Backends::start(&[
         pod(NAMESPACE, "web", "web-a"),
         pod(NAMESPACE, "grpc", "grpc-a"),
@@ -74,7 +82,7 @@ async fn serve(settings: &str) -> (Run, Manifests, Backends) {
     let run = Run::start_with(
         manifests.path(),
         RunOptions {
-            config_tail: format!("{settings}  spareBackends: 0\n"),
+            config_tail: format!("{settings}  spareBackends: 0\n{rest}"),
             ..RunOptions::default()
         },
     )
@@ -149,7 +157,8 @@ fn chunk(n: usize) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http2_a_websocket_an_upload_and_a_grpc_stream_outlive_thirty_reloads() {
-    let (run, _manifests, _backends) = serve("  maxOldWorkers: 40\n  hardStopAfter: 10m\n").await;
+    let (run, _manifests, _backends) =
+        serve("  maxOldWorkers: 40\n  hardStopAfter: 10m\n", "").await;
     let first_status = run.status().await;
     let first_worker = run.serving_worker().await;
 
@@ -255,7 +264,7 @@ async fn http2_a_websocket_an_upload_and_a_grpc_stream_outlive_thirty_reloads() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_the_default_max_old_workers_a_websocket_outlives_that_many_reloads_then_closes() {
     let max_old_workers = hawser_render::Settings::default().max_old_workers as usize;
-    let (run, _manifests, _backends) = serve("").await;
+    let (run, _manifests, _backends) = serve("", "").await;
     let first_worker = run.serving_worker().await;
     let mut socket = WebSocketClient::open(run.https, WS_HOST, "/chat")
         .await
@@ -285,4 +294,27 @@ async fn with_the_default_max_old_workers_a_websocket_outlives_that_many_reloads
         .unwrap_or_else(|e| panic!("a new WebSocket: {e}\n{}", run.output()));
     fresh.echo("on the current worker").await.unwrap();
     fresh.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_idle_close_on_response_no_http1_request_goes_unanswered() {
+    const ROUNDS: usize = 10;
+    let (run, _manifests, _backends) = serve("", IDLE_CLOSE_ON_RESPONSE).await;
+    let mut worker = run.serving_worker().await;
+    let h1 = H1KeepAlive::start(run.http, H1_HOST);
+    for round in 1..=ROUNDS {
+        worker = reload(&run, round, worker).await;
+    }
+    let report = h1.stop().await;
+    println!("{ROUNDS} reloads; HTTP/1.1: {report}");
+    assert_eq!(
+        (report.failures, report.retried_on_closed_idle),
+        (0, 0),
+        "every request should be answered: {report}"
+    );
+    // Every connection but the last ended with an answer saying so.
+    assert!(
+        report.closed_after_answer >= 1 && report.connections == report.closed_after_answer + 1,
+        "each old worker should close its connection after an answer: {report}"
+    );
 }
