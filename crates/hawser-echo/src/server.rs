@@ -4,8 +4,9 @@ use std::{future::Future, net::SocketAddr, sync::Arc};
 
 use axum::{
     Json, Router,
+    body::Body,
     extract::{Request, State},
-    http::{HeaderValue, StatusCode},
+    http::{HeaderValue, StatusCode, request::Parts},
     response::{IntoResponse, Response},
 };
 use tokio::net::TcpListener;
@@ -118,11 +119,7 @@ async fn echo(State(identity): State<Arc<EchoConfig>>, request: Request) -> Resp
 
 /// Reads the body to its end, then answers with the [`EchoReply`]: its
 /// byte count and digest tell the client every byte arrived.
-async fn reply_after_body(
-    parts: &axum::http::request::Parts,
-    body: axum::body::Body,
-    identity: &EchoConfig,
-) -> Response {
+async fn reply_after_body(parts: &Parts, body: Body, identity: &EchoConfig) -> Response {
     let digest = match body::digest(body).await {
         Ok(digest) => digest,
         Err(broken) => {

@@ -5,7 +5,7 @@
 use axum::{
     extract::{
         FromRequestParts as _,
-        ws::{WebSocket, WebSocketUpgrade},
+        ws::{Message, WebSocket, WebSocketUpgrade},
     },
     http::{header, request::Parts},
     response::{IntoResponse as _, Response},
@@ -37,10 +37,8 @@ pub(crate) async fn upgrade(parts: &mut Parts) -> Response {
 /// returned by the WebSocket itself, after which `recv` ends.
 async fn echo_messages(mut socket: WebSocket) {
     while let Some(Ok(message)) = socket.recv().await {
-        if matches!(
-            message,
-            axum::extract::ws::Message::Text(_) | axum::extract::ws::Message::Binary(_)
-        ) && socket.send(message).await.is_err()
+        if matches!(message, Message::Text(_) | Message::Binary(_))
+            && socket.send(message).await.is_err()
         {
             break;
         }
