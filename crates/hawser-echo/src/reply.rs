@@ -1,11 +1,12 @@
-//! The JSON body every echo answer carries, built from the request's head.
+//! The JSON body every echo answer carries, built from the request's head
+//! and what its body added up to.
 
 use std::collections::BTreeMap;
 
 use axum::http::{StatusCode, Version, header, request::Parts};
 use serde::{Deserialize, Serialize};
 
-use crate::EchoConfig;
+use crate::{EchoConfig, body::BodyDigest};
 
 /// Request header that picks the answer's status code (200..=599).
 pub const STATUS_HEADER: &str = "x-echo-status";
@@ -36,11 +37,22 @@ pub struct EchoReply {
     pub service: String,
     /// The answering pod.
     pub pod: String,
+    /// How many bytes of request body the server read (all of them: the
+    /// body is read to its end as it streams in, never cut). Absent in
+    /// answers of echo servers older than this field: read as 0.
+    #[serde(default)]
+    pub body_bytes: u64,
+    /// The SHA-256 of the request body the server read, in lowercase hex
+    /// (that of no bytes for an empty body). Absent in older answers: read
+    /// as empty.
+    #[serde(default)]
+    pub body_sha256: String,
 }
 
 impl EchoReply {
-    /// Describes the request head `parts` as answered by the server `identity`.
-    pub fn new(parts: &Parts, identity: &EchoConfig) -> Self {
+    /// Describes the request head `parts`, whose body was `body`, as
+    /// answered by the server `identity`.
+    pub(crate) fn new(parts: &Parts, body: &BodyDigest, identity: &EchoConfig) -> Self {
         let host = parts
             .headers
             .get(header::HOST)
@@ -67,6 +79,8 @@ impl EchoReply {
             ingress: identity.ingress.clone(),
             service: identity.service.clone(),
             pod: identity.pod.clone(),
+            body_bytes: body.bytes,
+            body_sha256: body.sha256.clone(),
         }
     }
 }

@@ -4,21 +4,19 @@ use std::{future::Future, net::SocketAddr, sync::Arc};
 
 use axum::{
     Json, Router,
+    body::Body,
     extract::{Request, State},
-    http::{HeaderValue, StatusCode},
+    http::{HeaderValue, StatusCode, request::Parts},
     response::{IntoResponse, Response},
 };
 use tokio::net::TcpListener;
 
 use crate::{
-    EchoConfig, EchoError,
+    EchoConfig, EchoError, body, grpc_stream,
     reply::{self, EchoReply, POD_HEADER},
     tls::TlsListener,
+    websocket,
 };
-
-/// Request bodies are read (so HTTP/1.1 connections stay reusable) but not
-/// echoed; past this size the connection is simply closed after the answer.
-const BODY_DRAIN_LIMIT: usize = 1024 * 1024;
 
 /// A bound echo server, not yet serving.
 ///
@@ -99,21 +97,42 @@ pub async fn serve(
     EchoServer::bind(config).await?.run(shutdown).await
 }
 
-/// Answers any method on any path with the [`EchoReply`] for the request.
+/// Answers any method on any path: a WebSocket upgrade with an echoing
+/// WebSocket, a streaming gRPC call with its messages, anything else with
+/// the [`EchoReply`] for the request once its body has been read whole.
 async fn echo(State(identity): State<Arc<EchoConfig>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let reply = EchoReply::new(&parts, &identity);
-    // One line a request: tests (and people) read who received what, as the
-    // Gateway API conformance suite reads its mirror backend's logs.
-    tracing::info!(method = %reply.method, path = %reply.path, host = %reply.host, "echo");
-    // Ignoring the result: an oversized or broken body only costs the connection.
-    let _ = axum::body::to_bytes(body, BODY_DRAIN_LIMIT).await;
-    let mut response = match reply::requested_status(&parts) {
-        Ok(status) => (status, Json(reply)).into_response(),
-        Err(message) => (StatusCode::BAD_REQUEST, message).into_response(),
+    let (mut parts, body) = request.into_parts();
+    let mut response = if websocket::is_upgrade(&parts) {
+        tracing::info!(path = %parts.uri, "echo websocket");
+        websocket::upgrade(&mut parts).await
+    } else if grpc_stream::wants_stream(&parts) {
+        tracing::info!(path = %parts.uri, "echo grpc stream");
+        grpc_stream::answer(body)
+    } else {
+        reply_after_body(&parts, body, &identity).await
     };
     if let Ok(pod) = HeaderValue::from_str(&identity.pod) {
         response.headers_mut().insert(POD_HEADER, pod);
     }
     response
+}
+
+/// Reads the body to its end, then answers with the [`EchoReply`]: its
+/// byte count and digest tell the client every byte arrived.
+async fn reply_after_body(parts: &Parts, body: Body, identity: &EchoConfig) -> Response {
+    let digest = match body::digest(body).await {
+        Ok(digest) => digest,
+        Err(broken) => {
+            tracing::info!(error = %broken, "echo");
+            return (StatusCode::BAD_REQUEST, format!("{broken}\n")).into_response();
+        }
+    };
+    let reply = EchoReply::new(parts, &digest, identity);
+    // One line a request: tests (and people) read who received what, as the
+    // Gateway API conformance suite reads its mirror backend's logs.
+    tracing::info!(method = %reply.method, path = %reply.path, host = %reply.host, "echo");
+    match reply::requested_status(parts) {
+        Ok(status) => (status, Json(reply)).into_response(),
+        Err(message) => (StatusCode::BAD_REQUEST, message).into_response(),
+    }
 }

@@ -89,6 +89,11 @@ pub enum Command {
     /// applied live. Needs HAProxy >= 3.0 (HAWSER_HAPROXY or PATH).
     Demo(DemoArgs),
     /// Run an echo backend: answers every request with JSON describing it.
+    ///
+    /// The JSON counts and hashes the request body (`body_bytes`,
+    /// `body_sha256`), read whole however large. A WebSocket upgrade gets a
+    /// WebSocket that echoes every message; a gRPC call with `x-echo-stream:
+    /// 1` gets each message back as it arrives, then `grpc-status: 0`.
     Echo(EchoArgs),
     /// The certificates the controller and agents authenticate each other with.
     Certs(CertsArgs),

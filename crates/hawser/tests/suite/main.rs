@@ -62,6 +62,7 @@ mod run_outside_interference;
 mod run_quarantine;
 mod run_rejections;
 mod run_reload_failures;
+mod run_reloads_keep_traffic;
 mod run_seed_000;
 mod run_served_certificates;
 mod run_spare_backends;

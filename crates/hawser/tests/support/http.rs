@@ -274,7 +274,7 @@ where
     parse_response(&raw)
 }
 
-fn parse_response(raw: &[u8]) -> Result<Response, String> {
+pub(super) fn parse_response(raw: &[u8]) -> Result<Response, String> {
     let lossy = || String::from_utf8_lossy(raw).into_owned();
     let head_end = raw
         .windows(4)
@@ -332,7 +332,10 @@ fn dechunk(mut body: &[u8]) -> Result<Vec<u8>, String> {
     }
 }
 
-async fn tls_connect(
+/// A TLS connection to `addr` offering `alpn` (SNI `sni`, none when `None`;
+/// `client` a certificate and key to show), and what its handshake showed.
+/// Any server certificate is accepted ([`AnyCertificate`]).
+pub(super) async fn tls_connect(
     addr: SocketAddr,
     sni: Option<&str>,
     alpn: &[&[u8]],

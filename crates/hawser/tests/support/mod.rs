@@ -33,10 +33,13 @@ mod certs;
 mod crash;
 mod fixture;
 mod gateway;
+mod h1_keep_alive;
+mod h2_keep_alive;
 mod haproxy;
 mod http;
 mod keep_alive;
 mod load;
+mod long_lived;
 mod process;
 pub mod proxy;
 mod run;
@@ -54,10 +57,13 @@ pub use crash::{
 };
 pub use fixture::{Manifests, Vars, fixture_dir, render, repository_dir};
 pub use gateway::{Gateway, INFRA, WEB, expect_request_header, serve_gateway};
+pub use h1_keep_alive::{H1KeepAlive, H1Report};
+pub use h2_keep_alive::{H2KeepAlive, H2Report};
 pub use haproxy::{Haproxy, NO_ROUTE_BODY};
 pub use http::{Request, Response, TlsInfo, http1_get};
 pub use keep_alive::{get_on_one_connection, read_response};
 pub use load::{Load, LoadReport, LoadTarget};
+pub use long_lived::{GrpcCall, SlowUpload, UploadOutcome, WebSocketClient, grpc_message};
 pub use process::{
     ChildGuard, Finished, haproxy_binary, haproxy_upgrade_binary, hawser_command, run_to_end,
     signal,
