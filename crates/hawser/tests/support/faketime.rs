@@ -11,12 +11,19 @@
 //!
 //! Only the wall clock moves (`FAKETIME_DONT_FAKE_MONOTONIC`), as in a real
 //! step. Children of the process inherit the preload: the HAProxy an agent
-//! spawns steps with it, as it would on a node whose clock stepped.
+//! spawns steps with it, as it would on a node whose clock stepped (its
+//! `haproxy -c` checks do not: their sandbox clears the environment). The
+//! library is built for this machine's C library, and an HAProxy built for
+//! another (Debian's 3.2 from sid, run by its own loader) hangs under it, so
+//! the processes on a fake clock run the first HAProxy of `HAWSER_HAPROXY`,
+//! `HAWSER_HAPROXY_UPGRADE` that answers `-v` under it.
 
 use std::ffi::OsString;
 use std::fs;
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant, SystemTime};
 
 /// Where Debian's `faketime` package puts the library, per architecture.
 const DEBIAN_LIBRARIES: [&str; 2] = [
@@ -57,6 +64,8 @@ pub fn faketime_library() -> PathBuf {
 pub struct FakeClock {
     dir: tempfile::TempDir,
     library: PathBuf,
+    /// The HAProxy the processes on this clock run.
+    haproxy: PathBuf,
     /// Seconds ahead of the real clock (negative: behind).
     offset: i64,
 }
@@ -68,12 +77,16 @@ impl FakeClock {
             .prefix("hawser-e2e-clock-")
             .tempdir()
             .expect("clock directory");
-        let clock = FakeClock {
+        let mut clock = FakeClock {
             dir,
             library: faketime_library(),
+            haproxy: PathBuf::new(),
             offset: 0,
         };
         clock.write();
+        // Probed once per test process: a hanging one costs the probe's wait.
+        static HAPROXY: OnceLock<PathBuf> = OnceLock::new();
+        clock.haproxy = HAPROXY.get_or_init(|| clock.haproxy_that_runs()).clone();
         clock
     }
 
@@ -87,7 +100,56 @@ impl FakeClock {
             ("FAKETIME_CACHE_DURATION", "0".into()),
             // A step moves CLOCK_REALTIME; the monotonic clock goes on.
             ("FAKETIME_DONT_FAKE_MONOTONIC", "1".into()),
+            ("HAWSER_HAPROXY", self.haproxy.clone().into_os_string()),
         ]
+    }
+
+    /// The first HAProxy the tests were given that answers `-v` on this clock.
+    fn haproxy_that_runs(&self) -> PathBuf {
+        let given = ["HAWSER_HAPROXY", "HAWSER_HAPROXY_UPGRADE"]
+            .into_iter()
+            .filter_map(std::env::var_os)
+            .filter(|path| !path.is_empty())
+            .map(PathBuf::from);
+        let mut tried = Vec::new();
+        for haproxy in given {
+            let mut command = Command::new(&haproxy);
+            command
+                .arg("-v")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            command.envs(
+                self.env()
+                    .into_iter()
+                    .filter(|(name, _)| *name != "HAWSER_HAPROXY"),
+            );
+            let Ok(mut child) = command.spawn() else {
+                tried.push(haproxy);
+                continue;
+            };
+            let deadline = Instant::now() + Duration::from_secs(5);
+            let status = loop {
+                match child.try_wait() {
+                    Ok(Some(status)) => break Some(status),
+                    Ok(None) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    _ => break None,
+                }
+            };
+            if status.is_some_and(|s| s.success()) {
+                return haproxy;
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            tried.push(haproxy);
+        }
+        panic!(
+            "no HAProxy runs under libfaketime ({}); tried {tried:?} (HAWSER_HAPROXY, \
+             HAWSER_HAPROXY_UPGRADE). One built for this machine's C library does: \
+             export HAWSER_HAPROXY=$(scripts/install-haproxy.sh 3.0)",
+            self.library.display()
+        )
     }
 
     /// Steps the clock to `offset_seconds` from the real time.
