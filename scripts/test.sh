@@ -2,14 +2,18 @@
 # Runs everything CI runs: formatting, lints, and every test tier (unit,
 # snapshot, and end-to-end tests against a real HAProxy and real echo backends).
 # Installs what the tests need first: HAProxy 3.0.11 and the newest 3.2, built
-# once and cached. Every test runs against 3.0.11; the tests that run HAProxy
-# run a second time against 3.2. The upgrade-in-place test reloads a running
-# HAProxy into the other binary: 3.0.11 to 3.2 in the first pass, back in the second.
+# once and cached, and libfaketime (Debian's faketime package), which the
+# clock-step tests preload to step a running process's wall clock. Every test
+# runs against 3.0.11; the tests that run HAProxy run a second time against
+# 3.2. The upgrade-in-place test reloads a running HAProxy into the other
+# binary: 3.0.11 to 3.2 in the first pass, back in the second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 haproxy_30="$(scripts/install-haproxy.sh 3.0)"
 haproxy_32="$(scripts/install-haproxy.sh 3.2)"
+HAWSER_FAKETIME="$(scripts/install-faketime.sh)"
+export HAWSER_FAKETIME
 version() { "$1" -v | awk 'NR == 1 {print $3}'; }
 
 # The tests that run HAProxy: the binary's end-to-end suite, the agent's, the

@@ -18,8 +18,13 @@ use crate::cert;
 /// Shortest and longest accepted `--validity-days`.
 pub const VALIDITY_DAYS: std::ops::RangeInclusive<u32> = 1..=3650;
 
-/// Clock skew tolerated by backdating `notBefore`.
-const BACKDATE: Duration = Duration::from_secs(5 * 60);
+/// How long before its issuance a certificate becomes valid: `notBefore` = issuance − this.
+///
+/// A wall clock behind the issuing clock by up to this much (an NTP step, a VM resumed from
+/// a snapshot, a node that drifted) still finds a fresh certificate valid, both on the side
+/// that loads it and on the peer that checks it, so a step of a day on each side never
+/// turns a peer away. Backdating grants nothing after issuance: `notAfter` is unchanged.
+pub const BACKDATE: Duration = Duration::from_secs(2 * 86_400);
 
 /// A failure to issue a certificate.
 #[derive(Debug, thiserror::Error)]
@@ -249,6 +254,21 @@ mod tests {
             cert::inspect(id.cert_pem.as_bytes()).unwrap(),
         );
         assert!(id.not_after <= ca.not_after);
+    }
+
+    #[test]
+    fn a_fresh_identity_is_valid_on_a_clock_two_days_behind_and_ends_on_time() {
+        let now = SystemTime::now();
+        let ca = new_ca(now, 365, 1).unwrap();
+        let id = new_identity(&ca, Role::Controller, "c", now, 30).unwrap();
+        for pem in [&ca.cert_pem, &id.cert_pem] {
+            let info = cert::inspect(pem.as_bytes()).unwrap();
+            assert!(info.not_before <= now - BACKDATE, "{info:?}");
+            assert!(info.not_after > now + Duration::from_secs(29 * 86_400));
+        }
+        let id = cert::inspect(id.cert_pem.as_bytes()).unwrap();
+        let issued = id.not_after.duration_since(now).unwrap();
+        assert!(issued <= Duration::from_secs(30 * 86_400), "{issued:?}");
     }
 
     #[test]

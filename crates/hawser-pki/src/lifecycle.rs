@@ -171,8 +171,12 @@ struct IssuerState {
 
 /// Whether a certificate with `info` is inside its renewal window at `now`: 30 days before
 /// expiry, or one third of its lifetime when that lifetime is under 90 days.
+///
+/// The lifetime counts from issuance, not from the backdated `notBefore`
+/// ([`issue::BACKDATE`]): counted from `notBefore`, a one-day certificate would be due the
+/// moment it is issued, and every run would issue it again.
 pub fn is_due(info: &cert::CertInfo, now: SystemTime) -> bool {
-    let lifetime = info.lifetime();
+    let lifetime = info.lifetime().saturating_sub(issue::BACKDATE);
     let threshold = if lifetime < 90 * DAY {
         lifetime / 3
     } else {

@@ -495,7 +495,8 @@ enum Deployment {
     Local(Run),
     Cluster {
         fake: FakeApi,
-        agent: AgentProc,
+        // Boxed: the largest part, and the variants should weigh alike.
+        agent: Box<AgentProc>,
         controller: ControllerProc,
         _kubeconfig: tempfile::NamedTempFile,
         _pki: Pki,
@@ -546,7 +547,7 @@ impl Deployment {
         );
         Deployment::Cluster {
             fake,
-            agent,
+            agent: Box::new(agent),
             controller,
             _kubeconfig: kubeconfig,
             _pki: pki,

@@ -178,6 +178,36 @@ fn short_validity_renews_at_one_third_of_lifetime() {
     assert_eq!((out.generation, out.written.len()), (2, 3));
 }
 
+/// Hourly runs on a clock that steps a day forward, then a day back: nothing is reissued
+/// and no CA is minted, whatever the validity (a one-day certificate too, whose lifetime
+/// counts from issuance, not from its backdated notBefore); the identities made at `t0`
+/// still chain and are valid on the clock a day behind.
+#[test]
+fn a_clock_stepping_a_day_either_way_renews_nothing() {
+    let hour = Duration::from_secs(3600);
+    for validity in [1, 3, 365] {
+        let (_dir, store) = store();
+        let s = settings(validity);
+        renew(&store, &s, t0()).unwrap();
+        let before = snapshot(&store, &s);
+        let mut steps = vec![t0() + hour, t0() - days(1), t0() - days(1) + hour];
+        if validity > 1 {
+            // A one-day certificate is rightly due a day later.
+            steps.extend([t0() + days(1), t0() + days(1) + hour]);
+        }
+        for now in steps {
+            let out = renew(&store, &s, now).unwrap();
+            assert_eq!(out.written, Vec::<String>::new(), "validity {validity}");
+        }
+        assert_eq!(snapshot(&store, &s), before, "validity {validity}");
+        for secret in [&s.agent, &s.controller] {
+            let crt = read(&store, secret).get(keys::TLS_CRT).unwrap().to_vec();
+            let info = cert::inspect(&crt).unwrap();
+            assert!(info.not_before <= t0() - days(1), "{secret}: {info:?}");
+        }
+    }
+}
+
 fn killed_then_rerun(s: &Settings, setup: SystemTime, now: SystemTime, fail_at: usize) {
     let (_dir, store) = store();
     if setup != now {

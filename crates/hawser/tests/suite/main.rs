@@ -72,6 +72,7 @@ mod run_tcp_services;
 mod run_traffic_metrics;
 mod run_upgrade_in_place;
 mod split_attach;
+mod split_clock_steps;
 mod split_controller_gone;
 mod split_mode;
 mod split_tls;

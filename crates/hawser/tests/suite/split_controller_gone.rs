@@ -13,7 +13,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use support::proxy::{Link, Proxy};
-use support::{AgentProc, Backends, ControllerProc, Load, LoadTarget, Manifests, Pki, Vars, pod};
+use support::{
+    AgentProc, Backends, ControllerProc, FleetLoad, LoadTarget, Manifests, Pki, Vars, pod,
+};
 
 const HOST: &str = "split.example.com";
 
@@ -58,30 +60,14 @@ impl Scene {
     }
 }
 
-/// Load on every agent's HAProxy at once.
-struct FleetLoad(Vec<Load>);
-
-impl FleetLoad {
-    fn start(agents: &[AgentProc], path: &str) -> FleetLoad {
-        let target = LoadTarget {
-            path: path.to_string(),
-            ..LoadTarget::new(HOST, &["web-a", "web-b"])
-        };
-        FleetLoad(
-            agents
-                .iter()
-                .map(|agent| Load::start(agent.http, 2, vec![target.clone()]))
-                .collect(),
-        )
-    }
-
-    async fn expect_no_failure(self, during: &str) {
-        for load in self.0 {
-            let report = load.stop().await;
-            assert_eq!(report.failures, 0, "{during}: {report:?}");
-            assert!(report.requests > 0, "{during}: {report:?}");
-        }
-    }
+/// Load on every agent's HAProxy at once, on `path`.
+fn fleet_load(agents: &[AgentProc], path: &str) -> FleetLoad {
+    let target = LoadTarget {
+        path: path.to_string(),
+        ..LoadTarget::new(HOST, &["web-a", "web-b"])
+    };
+    let addrs: Vec<SocketAddr> = agents.iter().map(|agent| agent.http).collect();
+    FleetLoad::start(&addrs, &target)
 }
 
 /// How many versions each agent has applied (its `applied:` log lines).
@@ -132,7 +118,7 @@ async fn agents_serve_on_while_the_controller_is_killed_and_resync_quietly() {
     let scene = scene();
     let controller = scene.controller_at(&scene.addresses()).await;
     expect_served(&scene.agents, "/app/x").await;
-    let load = FleetLoad::start(&scene.agents, "/app/x");
+    let load = fleet_load(&scene.agents, "/app/x");
 
     drop(controller); // kill -9
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -156,7 +142,7 @@ async fn agents_serve_on_through_a_partition_and_take_what_changed_once_it_heals
     let addresses: Vec<_> = proxies.iter().map(|p| p.addr).collect();
     let controller = scene.controller_at(&addresses).await;
     expect_served(&scene.agents, "/app/x").await;
-    let load = FleetLoad::start(&scene.agents, "/app/x");
+    let load = fleet_load(&scene.agents, "/app/x");
 
     // Cut off: open connections cut, new ones refused; a change is made.
     for proxy in &proxies {

@@ -110,6 +110,31 @@ impl Load {
     }
 }
 
+/// [`Load`] on several HAProxies at once (every agent of a fleet), two
+/// clients each, all on one target.
+#[derive(Debug)]
+pub struct FleetLoad(Vec<Load>);
+
+impl FleetLoad {
+    pub fn start(addrs: &[SocketAddr], target: &LoadTarget) -> FleetLoad {
+        FleetLoad(
+            addrs
+                .iter()
+                .map(|addr| Load::start(*addr, 2, vec![target.clone()]))
+                .collect(),
+        )
+    }
+
+    /// Stops every load; fails when any request failed or none was sent.
+    pub async fn expect_no_failure(self, during: &str) {
+        for load in self.0 {
+            let report = load.stop().await;
+            assert_eq!(report.failures, 0, "{during}: {report}");
+            assert!(report.requests > 0, "{during}: {report}");
+        }
+    }
+}
+
 impl LoadReport {
     fn merge(&mut self, other: LoadReport) {
         self.requests += other.requests;

@@ -31,6 +31,7 @@ mod admin;
 mod backends;
 mod certs;
 mod crash;
+mod faketime;
 mod fixture;
 mod gateway;
 mod h1_keep_alive;
@@ -55,6 +56,7 @@ pub use crash::{
     expect_certificate_of, expect_one_haproxy_master, expect_one_whole_version, expect_sane_tree,
     open_ssl_transaction,
 };
+pub use faketime::{FakeClock, faketime_library, log_line_time};
 pub use fixture::{Manifests, Vars, fixture_dir, render, repository_dir};
 pub use gateway::{Gateway, INFRA, WEB, expect_request_header, serve_gateway};
 pub use h1_keep_alive::{H1KeepAlive, H1Report};
@@ -62,7 +64,7 @@ pub use h2_keep_alive::{H2KeepAlive, H2Report};
 pub use haproxy::{Haproxy, NO_ROUTE_BODY};
 pub use http::{Request, Response, TlsInfo, http1_get};
 pub use keep_alive::{get_on_one_connection, read_response};
-pub use load::{Load, LoadReport, LoadTarget};
+pub use load::{FleetLoad, Load, LoadReport, LoadTarget};
 pub use long_lived::{GrpcCall, SlowUpload, UploadOutcome, WebSocketClient, grpc_message};
 pub use process::{
     ChildGuard, Finished, haproxy_binary, haproxy_upgrade_binary, hawser_command, run_to_end,

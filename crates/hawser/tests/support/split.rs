@@ -2,6 +2,7 @@
 //! agent --spawn-haproxy` per agent (each with its own HAProxy on its own
 //! ports), and `hawser controller` pushing to them.
 
+use std::ffi::OsString;
 use std::fs;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -90,6 +91,8 @@ pub struct AgentProc {
     pub listen: SocketAddr,
     pub http: SocketAddr,
     pub health_port: u16,
+    /// Its `--admin` listener (`/metrics`), when started with one.
+    pub admin: Option<SocketAddr>,
     https_port: u16,
     tls_dir: PathBuf,
     state: tempfile::TempDir,
@@ -100,6 +103,8 @@ pub struct AgentProc {
     haproxy: Option<ChildGuard>,
     /// Another hawser binary than this build's.
     binary: Option<PathBuf>,
+    /// More environment for the agent (a fake clock's, say).
+    env: Vec<(&'static str, OsString)>,
 }
 
 impl AgentProc {
@@ -121,11 +126,41 @@ impl AgentProc {
         AgentProc::launch(tls_dir, &[], true, binary)
     }
 
+    /// [`AgentProc::start`] with an `--admin` listener for its `/metrics`,
+    /// and more environment (inherited by the HAProxy it spawns).
+    pub fn start_observed(
+        tls_dir: &Path,
+        args: &[&str],
+        env: Vec<(&'static str, OsString)>,
+    ) -> AgentProc {
+        let ip = listen_address();
+        let admin = SocketAddr::from((ip, two_free_ports(ip).0));
+        let admin_arg = admin.to_string();
+        let args: Vec<&str> = args
+            .iter()
+            .copied()
+            .chain(["--admin", admin_arg.as_str()])
+            .collect();
+        let mut agent = AgentProc::launch_with_env(tls_dir, &args, true, None, env);
+        agent.admin = Some(admin);
+        agent
+    }
+
     fn launch(
         tls_dir: &Path,
         args: &[&str],
         spawn_haproxy: bool,
         binary: Option<&Path>,
+    ) -> AgentProc {
+        AgentProc::launch_with_env(tls_dir, args, spawn_haproxy, binary, Vec::new())
+    }
+
+    fn launch_with_env(
+        tls_dir: &Path,
+        args: &[&str],
+        spawn_haproxy: bool,
+        binary: Option<&Path>,
+        env: Vec<(&'static str, OsString)>,
     ) -> AgentProc {
         let ip = listen_address();
         let (listen, http) = two_free_ports(ip);
@@ -138,6 +173,7 @@ impl AgentProc {
             listen: SocketAddr::from((ip, listen)),
             http: SocketAddr::from((ip, http)),
             health_port: health,
+            admin: None,
             https_port: https,
             tls_dir: tls_dir.to_path_buf(),
             state,
@@ -146,6 +182,7 @@ impl AgentProc {
             process: None,
             haproxy: None,
             binary: binary.map(Path::to_path_buf),
+            env,
         };
         agent.spawn();
         agent
@@ -178,7 +215,8 @@ impl AgentProc {
             .arg("--set")
             .arg(format!("httpsPort={}", self.https_port))
             .args(&self.extra_args)
-            .env("HAWSER_LOG", "info");
+            .env("HAWSER_LOG", "info")
+            .envs(self.env.iter().map(|(name, value)| (name, value)));
         self.process = Some(ChildGuard::spawn("hawser agent", &mut command));
     }
 
@@ -222,6 +260,13 @@ impl AgentProc {
             );
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
+    }
+
+    /// The sum of the samples of one metric family on its `/metrics`
+    /// (started with [`AgentProc::start_observed`]).
+    pub async fn metric_sum(&self, family: &str) -> f64 {
+        let admin = self.admin.expect("an agent started with an admin listener");
+        super::admin::metric_sum(admin, family, || self.output()).await
     }
 
     /// `hawser agent health`: its exit status and what it printed.
@@ -334,6 +379,20 @@ impl ControllerProc {
         ControllerProc::launch(manifests, tls_dir, &source, args, &[], None)
     }
 
+    /// [`ControllerProc::start`], with more environment (a fake clock's, say).
+    pub fn start_with_env(
+        manifests: &Path,
+        agents: &[&AgentProc],
+        tls_dir: &Path,
+        env: &[(&str, &std::ffi::OsStr)],
+    ) -> Self {
+        let mut source: Vec<String> = vec!["--manifests".into(), manifests.display().to_string()];
+        for agent in agents {
+            source.extend(["--agent".into(), agent.listen.to_string()]);
+        }
+        ControllerProc::launch(manifests, tls_dir, &source, &[], env, None)
+    }
+
     /// `hawser controller --kubernetes` against the API server a kubeconfig
     /// names (the fake one, served over HTTP).
     pub fn cluster(kubeconfig: &Path, tls_dir: &Path, args: &[&str]) -> Self {
@@ -403,13 +462,7 @@ impl ControllerProc {
 
     /// The value of one sample of `/metrics` (its name with labels, as printed).
     pub async fn metric(&self, sample: &str) -> Option<f64> {
-        let response = http::http1_get(self.admin, "hawser", "/metrics")
-            .await
-            .unwrap_or_else(|e| panic!("GET /metrics: {e}\n{}", self.output()));
-        response.text().lines().find_map(|line| {
-            let (name, value) = line.rsplit_once(' ')?;
-            (name == sample).then(|| value.parse().ok()).flatten()
-        })
+        super::admin::metric(self.admin, sample, || self.output()).await
     }
 
     /// Waits until `/status` satisfies `check`; returns it.

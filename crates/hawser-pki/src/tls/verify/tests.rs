@@ -71,6 +71,21 @@ fn an_expired_client_is_refused_with_its_not_after() {
     );
 }
 
+/// Certificates issued on a clock that is right, loaded and checked on clocks a day
+/// behind or a day ahead (an NTP step on either side): every side loads its own identity
+/// and accepts the other's, so a clock step never turns the fleet away.
+#[test]
+fn a_fresh_peer_is_accepted_on_a_clock_a_day_behind_or_ahead() {
+    let issued = SystemTime::now();
+    let pki = Pki::new(issued);
+    for now in [issued - DAY, issued + DAY] {
+        let agent = material(&pki.files(Role::Agent), Role::Agent, now);
+        let controller = material(&pki.files(Role::Controller), Role::Controller, now);
+        verify_client_chain(&agent, &chain(&pki.controller), CONTROLLER, now).unwrap();
+        verify_server_chain(&controller, &chain(&pki.agent), AGENT, now).unwrap();
+    }
+}
+
 #[test]
 fn a_client_with_another_name_is_refused() {
     let now = SystemTime::now();
