@@ -14,7 +14,8 @@
 //! can assert routing (`service`, `pod`) and request rewriting (`path`, `host`,
 //! `headers`) from the response body alone. A request header
 //! [`STATUS_HEADER`]`: NNN` makes the server answer with that status instead
-//! of 200.
+//! of 200, and [`DELAY_HEADER`]`: MS` holds the answer back MS milliseconds
+//! (up to [`MAX_DELAY`]), a slow request for tests of draining and stopping.
 //!
 //! It must not depend on any other hawser crate: it stands in for the
 //! backends, and knows nothing of what routes to it.
@@ -27,6 +28,6 @@ mod tls;
 
 pub use config::EchoConfig;
 pub use error::EchoError;
-pub use reply::{EchoReply, POD_HEADER, STATUS_HEADER};
+pub use reply::{DELAY_HEADER, EchoReply, MAX_DELAY, POD_HEADER, STATUS_HEADER};
 pub use server::{EchoServer, serve};
 pub use tls::tls_config;

@@ -108,8 +108,13 @@ async fn echo(State(identity): State<Arc<EchoConfig>>, request: Request) -> Resp
     tracing::info!(method = %reply.method, path = %reply.path, host = %reply.host, "echo");
     // Ignoring the result: an oversized or broken body only costs the connection.
     let _ = axum::body::to_bytes(body, BODY_DRAIN_LIMIT).await;
-    let mut response = match reply::requested_status(&parts) {
-        Ok(status) => (status, Json(reply)).into_response(),
+    let answer = reply::requested_delay(&parts)
+        .and_then(|delay| Ok((delay, reply::requested_status(&parts)?)));
+    let mut response = match answer {
+        Ok((delay, status)) => {
+            tokio::time::sleep(delay).await;
+            (status, Json(reply)).into_response()
+        }
         Err(message) => (StatusCode::BAD_REQUEST, message).into_response(),
     };
     if let Ok(pod) = HeaderValue::from_str(&identity.pod) {
