@@ -32,7 +32,7 @@ from manifests import (
 from monitoring import check_github_anchors, check_monitoring
 from promises import (
     check_certificates, check_config_objects, check_controller, check_gateway_class, check_everywhere, check_haproxy, check_options,
-    check_webhook,
+    check_webhook, stop_numbers,
 )
 
 CHART_CRDS = CHART / "crds"
@@ -97,6 +97,10 @@ CASES: dict[str, tuple[dict[str, Any], str]] = {
         },
         "ServiceMonitors with HAProxy's exporter, the Grafana dashboard and the alerts, all options set",
     ),
+    "long-drain": (
+        {"haproxy": {"terminationGracePeriodSeconds": 330, "preStopSleepSeconds": 25}},
+        "a long grace period: the hook's wait and drain follow it",
+    ),
 }
 
 # More value sets: lint, render, Kubernetes schemas, the promises every case
@@ -138,7 +142,7 @@ VARIANTS: dict[str, tuple[dict[str, Any], str, Callable[[list[dict]], bool]]] = 
         and not find(objs, "HawserConfig")
         and _workload(objs)["spec"]["strategy"] == {"type": "Recreate"}
         and _workload(objs)["spec"]["template"]["spec"]["volumes"][0]["emptyDir"]["medium"] == "Memory"
-        and "lifecycle" not in _workload(objs)["spec"]["template"]["spec"]["containers"][0]
+        and stop_numbers(_workload(objs)["spec"]["template"]["spec"]["containers"][0])["wait-before"] == 0
         and all(o["metadata"]["labels"].get("team") == "edge" for o in objs)
         and "--publish-service" not in argv(find(objs, "Deployment", "hawser-controller")[0]["spec"]["template"]
                                               ["spec"]["containers"][0])
@@ -161,6 +165,12 @@ REFUSED: dict[str, tuple[dict[str, Any], str]] = {
         {"haproxy": {"replica": 3}}, "replica"),
     "one name for both roles": (
         {"certificates": {"agentName": "x", "controllerName": "x"}}, "must differ"),
+    "a grace period shorter than preStop and a drain": (
+        {"haproxy": {"terminationGracePeriodSeconds": 15, "preStopSleepSeconds": 10}},
+        "haproxy.terminationGracePeriodSeconds (15) must cover haproxy.preStopSleepSeconds (10)"),
+    "a grace period below the least drain": (
+        {"haproxy": {"terminationGracePeriodSeconds": 5, "preStopSleepSeconds": 0}},
+        "terminationGracePeriodSeconds"),
 }
 
 

@@ -177,6 +177,54 @@ def check_haproxy(objs: list[dict], values: dict) -> None:
     pdb = find(objs, "PodDisruptionBudget", "hawser-haproxy")
     want_pdb = kind == "Deployment" and values["haproxy"]["replicas"] > 1
     R.check(bool(pdb) == want_pdb, f"an HAProxy PodDisruptionBudget {'exists' if want_pdb else 'is absent'}")
+    check_haproxy_stop(spec, values)
+
+
+# The preStop hook's fixed part; its numbers follow (see check_haproxy_stop).
+STOP_HOOK = ["hawser", "haproxy-stop", "--master-socket", f"{STATE}/run/master.sock"]
+# The least drain the chart allows, in seconds.
+MIN_DRAIN = 5
+
+
+def stop_numbers(haproxy: dict) -> dict[str, int] | None:
+    """The hook's --wait-before, --drain and --hard-stop-wait, or None when
+    the container has no such hook."""
+    command = (((haproxy.get("lifecycle") or {}).get("preStop") or {}).get("exec") or {}).get("command") or []
+    if command[:len(STOP_HOOK)] != STOP_HOOK:
+        return None
+    rest = command[len(STOP_HOOK):]
+    flags = dict(zip(rest[::2], rest[1::2]))
+    try:
+        return {name: int(flags[f"--{name}"]) for name in ("wait-before", "drain", "hard-stop-wait")}
+    except (KeyError, ValueError):
+        return None
+
+
+def check_haproxy_stop(spec: dict, values: dict) -> None:
+    """HAProxy's stop agrees with the pod's grace period: the preStop hook
+    serves through preStopSleepSeconds, soft-stops HAProxy, and ends (its
+    hard stop included) before the kubelet's SIGKILL; the agent, a native
+    sidecar without a hook, is stopped only after HAProxy."""
+    haproxy = container(spec, "haproxy")
+    grace = spec.get("terminationGracePeriodSeconds")
+    R.check(grace == values["haproxy"]["terminationGracePeriodSeconds"],
+            "the HAProxy pods have haproxy.terminationGracePeriodSeconds", str(grace))
+    numbers = stop_numbers(haproxy)
+    R.check(numbers is not None, "HAProxy's preStop hook is `hawser haproxy-stop` on the master socket",
+            str(haproxy.get("lifecycle")))
+    if numbers is None or grace is None:
+        return
+    wait, drain, hard = numbers["wait-before"], numbers["drain"], numbers["hard-stop-wait"]
+    R.check(wait == values["haproxy"]["preStopSleepSeconds"],
+            "the hook serves through haproxy.preStopSleepSeconds before the soft stop", str(numbers))
+    R.check(drain >= MIN_DRAIN, f"the drain is at least {MIN_DRAIN} s", str(numbers))
+    # The hook's last moment: the wait, the whole drain, then the hard stop's wait.
+    R.check(wait + drain + hard < grace,
+            f"the hook ends ({wait} + {drain} + {hard} s) before the grace period ({grace} s) runs out",
+            str(numbers))
+    agent = container(spec, "agent", init=True)
+    R.check(agent.get("restartPolicy") == "Always" and "lifecycle" not in agent,
+            "the agent is a native sidecar without a hook: the kubelet stops it after HAProxy")
 
 
 def check_controller(objs: list[dict], values: dict, webhook: bool) -> None:

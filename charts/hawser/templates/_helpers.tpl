@@ -117,6 +117,28 @@ The Secret holding the webhook's serving certificate.
 {{- end }}
 
 {{/*
+The numbers of HAProxy's stop, which agree by construction: the preStop
+hook (`hawser haproxy-stop`) waits preStopSleepSeconds, soft-stops HAProxy
+and gives it `drain` seconds to finish its connections, then hard-stops it
+and waits up to `hardStopWait` for it to leave. `drain` is what the grace
+period leaves after the wait and a margin that covers `hardStopWait`, so the
+hook ends before the kubelet's SIGKILL. A grace period too short for the
+wait plus a minimal drain fails the render.
+Returns a dict: wait, drain, hardStopWait (seconds).
+*/}}
+{{- define "hawser.haproxyStop" -}}
+{{- $grace := int .Values.haproxy.terminationGracePeriodSeconds }}
+{{- $wait := int .Values.haproxy.preStopSleepSeconds }}
+{{- $margin := 5 }}
+{{- $minDrain := 5 }}
+{{- $drain := sub (sub $grace $wait) $margin }}
+{{- if lt $drain $minDrain }}
+{{- fail (printf "haproxy.terminationGracePeriodSeconds (%d) must cover haproxy.preStopSleepSeconds (%d), a drain of at least %d s and a %d s margin for the hard stop: set it to at least %d, or lower haproxy.preStopSleepSeconds" $grace $wait $minDrain $margin (add $wait $minDrain $margin)) }}
+{{- end }}
+{{- dict "wait" $wait "drain" $drain "hardStopWait" 3 | toJson }}
+{{- end }}
+
+{{/*
 Environment every hawser process gets: its pod, the log format and the two
 certificate names each side checks the other against.
 */}}

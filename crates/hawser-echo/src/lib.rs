@@ -18,7 +18,8 @@
 //! can assert routing (`service`, `pod`) and request rewriting (`path`, `host`,
 //! `headers`) from the response body alone. A request header
 //! [`STATUS_HEADER`]`: NNN` makes the server answer with that status instead
-//! of 200.
+//! of 200, and [`DELAY_HEADER`]`: MS` holds the answer back MS milliseconds
+//! (up to [`MAX_DELAY`]), a slow request for tests of draining and stopping.
 //!
 //! The body of a request is read to its end as it streams in, never held
 //! nor cut, and `body_bytes` and `body_sha256` in the answer say what it
@@ -42,6 +43,6 @@ mod websocket;
 pub use config::EchoConfig;
 pub use error::EchoError;
 pub use grpc_stream::STREAM_HEADER;
-pub use reply::{EchoReply, POD_HEADER, STATUS_HEADER};
+pub use reply::{DELAY_HEADER, EchoReply, MAX_DELAY, POD_HEADER, STATUS_HEADER};
 pub use server::{EchoServer, serve};
 pub use tls::tls_config;

@@ -11,6 +11,14 @@ use crate::{EchoConfig, body::BodyDigest};
 /// Request header that picks the answer's status code (200..=599).
 pub const STATUS_HEADER: &str = "x-echo-status";
 
+/// Request header that holds the answer back for that many milliseconds
+/// (at most [`MAX_DELAY`]): a slow request, in flight while a test stops
+/// or reloads the proxy in front.
+pub const DELAY_HEADER: &str = "x-echo-delay-ms";
+
+/// The longest delay [`DELAY_HEADER`] may ask for.
+pub const MAX_DELAY: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Response header naming the pod that answered.
 pub const POD_HEADER: &str = "x-echo-pod";
 
@@ -100,6 +108,26 @@ pub(crate) fn requested_status(parts: &Parts) -> Result<StatusCode, String> {
         .and_then(|code| StatusCode::from_u16(code).ok())
         .ok_or_else(|| {
             format!("invalid {STATUS_HEADER} {text:?}: expected a status code in 200..=599\n")
+        })
+}
+
+/// The delay [`DELAY_HEADER`] asks for: zero without the header, an error
+/// for anything but milliseconds up to [`MAX_DELAY`].
+pub(crate) fn requested_delay(parts: &Parts) -> Result<std::time::Duration, String> {
+    let Some(value) = parts.headers.get(DELAY_HEADER) else {
+        return Ok(std::time::Duration::ZERO);
+    };
+    let text = String::from_utf8_lossy(value.as_bytes());
+    text.trim()
+        .parse::<u64>()
+        .ok()
+        .map(std::time::Duration::from_millis)
+        .filter(|delay| *delay <= MAX_DELAY)
+        .ok_or_else(|| {
+            format!(
+                "invalid {DELAY_HEADER} {text:?}: expected milliseconds up to {}\n",
+                MAX_DELAY.as_millis()
+            )
         })
 }
 

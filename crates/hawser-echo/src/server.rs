@@ -131,8 +131,13 @@ async fn reply_after_body(parts: &Parts, body: Body, identity: &EchoConfig) -> R
     // One line a request: tests (and people) read who received what, as the
     // Gateway API conformance suite reads its mirror backend's logs.
     tracing::info!(method = %reply.method, path = %reply.path, host = %reply.host, "echo");
-    match reply::requested_status(parts) {
-        Ok(status) => (status, Json(reply)).into_response(),
+    let answer = reply::requested_delay(parts)
+        .and_then(|delay| Ok((delay, reply::requested_status(parts)?)));
+    match answer {
+        Ok((delay, status)) => {
+            tokio::time::sleep(delay).await;
+            (status, Json(reply)).into_response()
+        }
         Err(message) => (StatusCode::BAD_REQUEST, message).into_response(),
     }
 }

@@ -316,3 +316,31 @@ async fn a_websocket_echoes_every_message_until_closed() {
         }
     }
 }
+
+/// Oracle: the answer to a request asking `x-echo-delay-ms: 400` arrives no
+/// sooner than 400 ms after it was sent (a lower bound, never raced), and a
+/// delay that is not milliseconds up to the maximum is a 400 naming the header.
+#[tokio::test]
+async fn echo_delay_header_holds_the_answer_back() {
+    let echo = start_echo().await;
+    let sent = std::time::Instant::now();
+    let (status, _, _) = raw_http1(
+        echo.addr,
+        "GET / HTTP/1.1\r\nHost: a\r\nX-Echo-Delay-Ms: 400\r\nConnection: close\r\n\r\n",
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert!(sent.elapsed() >= std::time::Duration::from_millis(400));
+
+    for bad in ["soon", "-1", "999999999"] {
+        let (status, _, body) = raw_http1(
+            echo.addr,
+            &format!(
+                "GET / HTTP/1.1\r\nHost: a\r\nX-Echo-Delay-Ms: {bad}\r\nConnection: close\r\n\r\n"
+            ),
+        )
+        .await;
+        assert_eq!(status, 400, "{bad}");
+        assert!(body.contains("x-echo-delay-ms"), "{body}");
+    }
+}

@@ -31,6 +31,9 @@
 //!  RuntimeApi ──► worker stats socket    servers, maps, certificates, show info
 //! ```
 //!
+//! [`SoftStop`] stops a running master from outside (the pod's preStop
+//! hook): SIGUSR1, a bounded drain, then SIGTERM.
+//!
 //! Both compare every reply with the exact success text of HAProxy 3.0 and
 //! report anything else as [`SocketError::Rejected`] with HAProxy's words.
 
@@ -45,6 +48,7 @@ mod runtime;
 pub mod sandbox;
 mod socket_error;
 mod staged;
+mod stop;
 mod version;
 
 pub use binary::{DEFAULT_CHECK_TIMEOUT, HAPROXY_ENV, HaproxyBinary};
@@ -62,4 +66,5 @@ pub use runtime::{
 };
 pub use socket_error::SocketError;
 pub use staged::StagedTreeError;
+pub use stop::{SoftStop, StopError, StopOutcome};
 pub use version::Version;

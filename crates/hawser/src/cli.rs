@@ -126,6 +126,34 @@ pub enum Command {
     SupportBundle(SupportBundleArgs),
     /// Print the HawserConfig CustomResourceDefinition (what deploy/crds holds).
     Crd,
+    /// Stop HAProxy softly within a deadline: the preStop hook of HAProxy's
+    /// container in the chart.
+    ///
+    /// Waits --wait-before seconds (HAProxy keeps serving while endpoints
+    /// and load balancers forget the pod), sends the master found through
+    /// --master-socket SIGUSR1 (stop accepting, finish what is in flight),
+    /// waits until it is gone, and sends SIGTERM (every connection closed)
+    /// if it is still there after --drain seconds. Exits 0 when HAProxy
+    /// finished its connections, 3 when it had to be hard-stopped, 1 when
+    /// it could not be stopped or found, 64 for invalid arguments.
+    HaproxyStop(HaproxyStopArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HaproxyStopArgs {
+    /// HAProxy's master CLI socket (its -S argument).
+    #[arg(long)]
+    pub master_socket: PathBuf,
+    /// Seconds to wait, HAProxy still serving, before stopping it.
+    #[arg(long = "wait-before", default_value_t = 0, value_name = "SECS")]
+    pub wait_before_secs: u64,
+    /// Seconds HAProxy may take to finish its connections after the soft
+    /// stop before it is hard-stopped.
+    #[arg(long = "drain", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub drain_secs: u64,
+    /// Seconds a hard-stopped HAProxy may take to leave.
+    #[arg(long = "hard-stop-wait", default_value_t = 3, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..))]
+    pub hard_stop_wait_secs: u64,
 }
 
 #[derive(Debug, Args)]
@@ -317,6 +345,11 @@ pub struct RunArgs {
     /// How often live HAProxy state is compared with the applied version, in seconds.
     #[arg(long, default_value_t = 30)]
     pub drift_interval_secs: u64,
+    /// On SIGTERM or SIGINT, how long HAProxy may finish the requests in
+    /// flight after its soft stop (SIGUSR1) before it is killed, in seconds.
+    /// `run` exits once every HAProxy process is gone.
+    #[arg(long, env = "HAWSER_STOP_GRACE_SECS", default_value_t = 10)]
+    pub stop_grace_secs: u64,
 }
 
 #[derive(Debug, Args)]

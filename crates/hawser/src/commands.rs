@@ -6,6 +6,7 @@ mod certs;
 mod controller;
 mod demo;
 mod echo;
+mod haproxy_stop;
 mod input;
 mod migrate;
 mod render;
@@ -60,6 +61,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Agent(args) => runtime.block_on(agent::run(&args)),
         Command::Controller(args) => runtime.block_on(controller::run(&args)),
         Command::SupportBundle(args) => runtime.block_on(support_bundle::run(&args)),
+        Command::HaproxyStop(args) => runtime.block_on(haproxy_stop::run(&args)),
         Command::Crd => {
             print!("{}", hawser_crd::crd_yaml());
             Ok(ExitCode::SUCCESS)

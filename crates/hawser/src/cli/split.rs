@@ -47,6 +47,12 @@ pub struct AgentServeArgs {
     /// of attaching to one started beside it.
     #[arg(long)]
     pub spawn_haproxy: bool,
+    /// With --spawn-haproxy: on SIGTERM or SIGINT, how long HAProxy may
+    /// finish the requests in flight after its soft stop (SIGUSR1) before it
+    /// is killed, in seconds. The agent exits once every HAProxy process is
+    /// gone. Attached, HAProxy is stopped by its own container.
+    #[arg(long, env = "HAWSER_STOP_GRACE_SECS", default_value_t = 10)]
+    pub stop_grace_secs: u64,
     /// The name (certificate SAN) this agent answers as.
     #[arg(long, env = "HAWSER_AGENT_NAME", default_value = "hawser-agent")]
     pub agent_name: String,

@@ -30,6 +30,8 @@ use crate::cli::{AgentArgs, AgentCommand, AgentServeArgs};
 
 /// How often the tls directory is re-read even without a change event.
 const TLS_POLL: Duration = Duration::from_secs(5);
+/// How long the control server's calls may finish after SIGTERM/SIGINT.
+const CONTROL_DRAIN: Duration = Duration::from_secs(2);
 /// How long an Apply waits for its outcome before answering `scheduled`.
 const APPLY_WAIT: Duration = Duration::from_secs(30);
 
@@ -84,6 +86,7 @@ async fn serve(args: &AgentServeArgs) -> anyhow::Result<()> {
         .map(|port| SocketAddr::new(probe_ip(&render_settings), port));
     config.min_reload_interval = Duration::from_millis(args.min_reload_interval_ms);
     config.drift_interval = Duration::from_secs(args.drift_interval_secs);
+    config.stop_grace = Duration::from_secs(args.stop_grace_secs);
     let listener = TcpListener::bind(listen)
         .await
         .with_context(|| format!("cannot listen on --listen {listen}"))?;
@@ -178,6 +181,7 @@ async fn serve(args: &AgentServeArgs) -> anyhow::Result<()> {
         state_dir.display(),
         tls_dir.display()
     );
+    let (signalled_tx, mut signalled) = watch::channel(false);
     let server = tonic::transport::Server::builder()
         .http2_keepalive_interval(Some(Duration::from_secs(20)))
         .add_service(control.into_server())
@@ -186,9 +190,30 @@ async fn serve(args: &AgentServeArgs) -> anyhow::Result<()> {
                 listener,
                 server_config(material, args.controller_name.clone()),
             ),
-            super::shutdown_signal(),
+            async move {
+                let _ = signalled.wait_for(|s| *s).await;
+            },
         );
-    let result = tasks.run_until(server).await;
+    // A graceful shutdown waits for every open stream, and the controller's
+    // WatchState stream never ends on its own: past CONTROL_DRAIN the server
+    // is dropped, so that a spawned HAProxy's soft stop is not held back
+    // until the kubelet's SIGKILL. An Apply cut there is still applied (the
+    // apply loop is apart) or reconciled by the controller later.
+    let serving = async move {
+        tokio::pin!(server);
+        tokio::select! {
+            result = &mut server => result,
+            () = async {
+                super::shutdown_signal().await;
+                let _ = signalled_tx.send(true);
+                tokio::time::sleep(CONTROL_DRAIN).await;
+            } => {
+                info!("the control server's connections outlived the grace; closing them");
+                Ok(())
+            }
+        }
+    };
+    let result = tasks.run_until(serving).await;
     info!("stopping");
     let _ = stop_tx.send(true);
     tasks.drain(SHUTDOWN_GRACE).await;

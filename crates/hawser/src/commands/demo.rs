@@ -71,6 +71,7 @@ pub async fn run(args: &DemoArgs) -> anyhow::Result<ExitCode> {
         health_port: args.health_port,
         min_reload_interval: Duration::from_secs(1),
         drift_interval: Duration::from_secs(30),
+        stop_grace: Duration::from_secs(10),
     };
     let (http, https, admin) = (args.http_port, args.https_port, args.admin);
     run::serve(options, move |agent| async move {

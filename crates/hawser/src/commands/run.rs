@@ -51,6 +51,8 @@ pub struct RunOptions {
     pub health_port: u16,
     pub min_reload_interval: Duration,
     pub drift_interval: Duration,
+    /// How long HAProxy may drain after its soft stop on SIGTERM/SIGINT.
+    pub stop_grace: Duration,
 }
 
 pub async fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -72,6 +74,7 @@ pub async fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         health_port: args.health_port,
         min_reload_interval: Duration::from_millis(args.min_reload_interval_ms),
         drift_interval: Duration::from_secs(args.drift_interval_secs),
+        stop_grace: Duration::from_secs(args.stop_grace_secs),
     };
     serve(options, |_| async {}).await?;
     Ok(ExitCode::SUCCESS)
@@ -118,6 +121,7 @@ where
     agent_config.health = Some(SocketAddr::new(probe_ip, options.health_port));
     agent_config.min_reload_interval = options.min_reload_interval;
     agent_config.drift_interval = options.drift_interval;
+    agent_config.stop_grace = options.stop_grace;
     let agent = Agent::start(agent_config).await?;
     let handle = agent.handle();
     info!(

@@ -77,6 +77,7 @@ mod split_controller_gone;
 mod split_mode;
 mod split_tls;
 mod status_cli;
+mod stop_under_load;
 mod test_cli;
 mod tls_sni;
 mod validate_cli;

@@ -44,6 +44,7 @@ mod long_lived;
 mod process;
 pub mod proxy;
 mod run;
+mod slow;
 mod split;
 mod state_dir;
 
@@ -71,6 +72,7 @@ pub use process::{
     signal,
 };
 pub use run::{Run, RunOptions};
+pub use slow::{SlowRequests, connect_refused, expect_refused_eventually};
 pub use split::{AgentProc, ControllerProc, Pki, copy_dir};
 pub use state_dir::{TreeSnapshot, haproxy_masters};
 

@@ -226,6 +226,20 @@ impl Run {
         None
     }
 
+    /// Waits, without blocking the runtime, until hawser exits; `None` when
+    /// it is still running after `limit`.
+    pub async fn wait_exited(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let process = self.process.as_mut()?;
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(status) = process.exited() {
+                return Some(status);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        None
+    }
+
     pub fn state_dir(&self) -> PathBuf {
         self.state_dir
             .clone()

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::fs;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -231,6 +231,55 @@ impl AgentProc {
             .arg(state.join("tree/current"))
             .args(["-f", "haproxy.cfg"]);
         self.haproxy = Some(ChildGuard::spawn("haproxy (attached)", &mut command));
+    }
+
+    /// HAProxy's master CLI socket, as the chart's haproxy container gives it (-S).
+    pub fn master_socket(&self) -> PathBuf {
+        self.state_dir().join("run/master.sock")
+    }
+
+    /// The pid of the HAProxy [`AgentProc::start_haproxy`] started.
+    pub fn haproxy_pid(&self) -> Option<u32> {
+        self.haproxy.as_ref().map(ChildGuard::pid)
+    }
+
+    /// Waits until the HAProxy [`AgentProc::start_haproxy`] started exits;
+    /// `None` when it still runs after `limit`.
+    pub async fn wait_haproxy_exited(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let haproxy = self.haproxy.as_mut()?;
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(status) = haproxy.exited() {
+                return Some(status);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        None
+    }
+
+    /// The agent's pid.
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().map(ChildGuard::pid)
+    }
+
+    /// Waits until the agent exits; `None` when it still runs after `limit`.
+    pub async fn wait_exited(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let process = self.process.as_mut()?;
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(status) = process.exited() {
+                return Some(status);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        None
+    }
+
+    /// Whether the agent process still runs.
+    pub fn agent_running(&mut self) -> bool {
+        self.process
+            .as_mut()
+            .is_some_and(|process| process.exited().is_none())
     }
 
     /// `kill -9` of the agent alone: its HAProxy lives on.
