@@ -5,6 +5,12 @@
 //! is built once, outside the timed loop; the timed part is
 //! `Renderer::render` (routing table, backends, TLS, templates, maps).
 //!
+//! `render_one_change` renders a store of 3,000 such Ingresses once, then
+//! times the render that follows it (`Renderer::render_after` with the last
+//! plan) of the store with one Ingress changed: a path added to it. The
+//! timed loop alternates between the two stores, so every render follows a
+//! render of the other one, as in a controller that sees one change at a time.
+//!
 //! ```text
 //! cargo bench -p hawser-render --bench render
 //! cargo bench -p hawser-render --bench render -- render/10000   # one size
@@ -14,6 +20,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use hawser_model::{IngressBackend, IngressPath, Object, PathType, ServicePortRef, Store};
+use hawser_plan::Plan;
 use hawser_render::{RenderConfig, Renderer};
 
 mod fixture;
@@ -56,5 +64,65 @@ fn render(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, render);
+/// The Ingresses of the one-change benchmark.
+const ONE_CHANGE_SIZE: usize = 3_000;
+
+fn render_one_change(c: &mut Criterion) {
+    let renderer =
+        Renderer::new(RenderConfig::default()).unwrap_or_else(|e| panic!("default config: {e}"));
+    let before = store(ONE_CHANGE_SIZE);
+    let after = with_a_path_added(&before, ONE_CHANGE_SIZE / 2);
+    let stores = [before, after];
+    let render_after = |store: &Store, previous: Option<&Plan>| {
+        renderer
+            .render_after(store, previous)
+            .unwrap_or_else(|e| panic!("render: {e}"))
+    };
+    let first = render_after(&stores[0], None);
+    let second = render_after(&stores[1], Some(&first.plan));
+    assert!(second.diagnostics.is_empty(), "{:?}", second.diagnostics);
+    assert_ne!(
+        first.files.get(hawser_render::ROUTES_MAP_PATH),
+        second.files.get(hawser_render::ROUTES_MAP_PATH),
+        "the change must change the routes"
+    );
+    let mut group = c.benchmark_group("render_one_change");
+    group
+        .sample_size(20)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(5));
+    group.bench_function(BenchmarkId::from_parameter(ONE_CHANGE_SIZE), |b| {
+        let mut previous = second.plan.clone();
+        let mut turn = 0;
+        b.iter(|| {
+            let rendered = render_after(black_box(&stores[turn]), Some(&previous));
+            previous = rendered.plan;
+            turn = 1 - turn;
+        });
+    });
+    group.finish();
+}
+
+/// `store` with a third path, Prefix `/api`, added to Ingress `app-<i>`.
+fn with_a_path_added(store: &Store, i: usize) -> Store {
+    let mut changed = store.clone();
+    let name = format!("app-{i}");
+    let mut ingress = store
+        .ingresses()
+        .find(|ingress| ingress.key.name == name)
+        .unwrap_or_else(|| panic!("no Ingress {name}"))
+        .clone();
+    ingress.rules[0].paths.push(IngressPath {
+        path: Some("/api".to_string()),
+        path_type: PathType::Prefix,
+        backend: IngressBackend::Service {
+            name,
+            port: ServicePortRef::Name("http".to_string()),
+        },
+    });
+    changed.insert(Object::Ingress(ingress));
+    changed
+}
+
+criterion_group!(benches, render, render_one_change);
 criterion_main!(benches);
