@@ -22,9 +22,13 @@ use hawser_plan::{
 pub use hawser_plan::{CONFIG_PATH, ROUTES_MAP_PATH};
 
 pub use crate::route_key::ROUTE_KEY_END;
+use memo::ConfigMemo;
+use reads::ContextReads;
 use writer::{ConfigWriter, ContextRest, Routing, Tls};
 
 mod digest;
+mod memo;
+mod reads;
 mod writer;
 
 /// The ACL conditions of the response classes of
@@ -105,6 +109,11 @@ pub struct Renderer {
     /// read once per render. Only warnings depend on it, never the files
     /// or the plan.
     fixed_time: Option<SystemTime>,
+    /// The parts of the template context some template reads.
+    reads: ContextReads,
+    /// The last haproxy.cfg written, reused by a render with the same
+    /// template context.
+    memo: ConfigMemo,
 }
 
 impl Renderer {
@@ -117,10 +126,12 @@ impl Renderer {
             tls::generate_default_certificate().map_err(RenderError::DefaultCertificate)?;
         Ok(Renderer {
             config: Arc::new(config),
+            reads: ContextReads::of(&env),
             env,
             default_certificate,
             default_source: "generated",
             fixed_time: None,
+            memo: ConfigMemo::default(),
         })
     }
 
@@ -283,15 +294,19 @@ impl Renderer {
             tls: Tls {
                 crt_list: tls::CRT_LIST_PATH,
             },
-            resources: store
-                .extra
-                .by_kind()
-                .map(|(kind, objects)| (kind, objects.collect()))
-                .collect(),
+            resources: self.reads.resources.then(|| {
+                store
+                    .extra
+                    .by_kind()
+                    .map(|(kind, objects)| (kind, objects.collect()))
+                    .collect()
+            }),
         };
         let writer = ConfigWriter {
             template: self.env.get_template(ENTRY_TEMPLATE)?,
             rest,
+            reads: self.reads,
+            memo: &self.memo,
         };
         let config =
             writer.write_following(&mut plan, backends, previous, settings.spare_backends)?;

@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use hawser_plan::{BackendPlan, MapPlan, Plan, SPARES_MAP_PATH};
 use serde::Serialize;
 
+use super::memo::{ConfigMemo, ContextKey};
+use super::reads::ContextReads;
 use super::{RenderError, digest};
 use crate::config::Settings;
 use crate::features::FeatureView;
@@ -22,26 +24,31 @@ struct TemplateContext<'a> {
     rest: &'a ContextRest<'a>,
 }
 
-/// A [`Plan`] as templates see it, serialized as the plan is, borrowed:
-/// the structure digest's render shares everything but the backends. The
-/// digest itself is not known yet while haproxy.cfg is written.
+/// A [`Plan`] as templates see it, serialized as the plan is, borrowed,
+/// less the parts no template reads (see the `reads` module). The digest
+/// itself is not known yet while haproxy.cfg is written.
 #[derive(Serialize)]
 struct PlanView<'a> {
     structure_digest: &'static str,
     backends: &'a [BackendPlan],
-    maps: &'a [MapPlan],
-    certificates: &'a [hawser_plan::CertificatePlan],
-    crt_lists: &'a [hawser_plan::CrtListPlan],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    maps: Option<&'a [MapPlan]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    certificates: Option<&'a [hawser_plan::CertificatePlan]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    crt_lists: Option<&'a [hawser_plan::CrtListPlan]>,
 }
 
 impl<'a> PlanView<'a> {
-    fn of(plan: &'a Plan, backends: &'a [BackendPlan]) -> Self {
+    fn of(plan: &'a Plan, reads: ContextReads) -> Self {
         PlanView {
             structure_digest: "",
-            backends,
-            maps: &plan.maps,
-            certificates: &plan.certificates,
-            crt_lists: &plan.crt_lists,
+            backends: &plan.backends,
+            maps: reads.plan_maps.then_some(plan.maps.as_slice()),
+            certificates: reads
+                .plan_certificates
+                .then_some(plan.certificates.as_slice()),
+            crt_lists: reads.plan_crt_lists.then_some(plan.crt_lists.as_slice()),
         }
     }
 }
@@ -59,8 +66,10 @@ pub(super) struct ContextRest<'a> {
     pub(super) tcp_services: &'a [crate::tcp_services::TcpServiceView],
     pub(super) tls: Tls,
     /// The kinds the configuration adds (`watch.extraResources`): each
-    /// kind's objects as their JSON, in namespace/name order.
-    pub(super) resources: BTreeMap<&'a str, Vec<&'a serde_json::Value>>,
+    /// kind's objects as their JSON, in namespace/name order; none when no
+    /// template reads them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) resources: Option<BTreeMap<&'a str, Vec<&'a serde_json::Value>>>,
 }
 
 /// The maps and backends routing goes by.
@@ -94,10 +103,13 @@ pub(super) struct Tls {
 }
 
 /// Writes haproxy.cfg from the library templates, and the plan's structure
-/// digest with it.
+/// digest with it, or takes both from the memo when the context is the one
+/// they were last written from.
 pub(super) struct ConfigWriter<'a> {
     pub(super) template: minijinja::Template<'a, 'a>,
     pub(super) rest: ContextRest<'a>,
+    pub(super) reads: ContextReads,
+    pub(super) memo: &'a ConfigMemo,
 }
 
 impl ConfigWriter<'_> {
@@ -143,13 +155,21 @@ impl ConfigWriter<'_> {
         if let Some(map) = plan.maps.iter_mut().find(|m| m.path == SPARES_MAP_PATH) {
             *map = spares;
         }
-        let config = self
-            .template
-            .render(minijinja::value::Serde(&TemplateContext {
-                plan: PlanView::of(plan, &plan.backends),
-                rest: &self.rest,
-            }))?;
-        plan.structure_digest = digest::structure_digest(&config, &plan.backends);
+        let context = TemplateContext {
+            plan: PlanView::of(plan, self.reads),
+            rest: &self.rest,
+        };
+        let key = ContextKey::of(&context);
+        if let Some((config, structure_digest)) = key.and_then(|key| self.memo.get(key)) {
+            plan.structure_digest = structure_digest;
+            return Ok(config);
+        }
+        let config = self.template.render(minijinja::value::Serde(&context))?;
+        let structure_digest = digest::structure_digest(&config, &plan.backends);
+        if let Some(key) = key {
+            self.memo.put(key, &config, &structure_digest);
+        }
+        plan.structure_digest = structure_digest;
         Ok(config)
     }
 }

@@ -15,6 +15,7 @@ mod support;
 
 mod determinism;
 mod extra_resources;
+mod incremental;
 mod mirror;
 mod settings_paths;
 mod snapshots;

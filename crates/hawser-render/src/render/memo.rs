@@ -1,0 +1,107 @@
+//! The last haproxy.cfg a renderer wrote, kept with a digest of the context
+//! it was written from, so a render whose context is the same reuses it.
+//!
+//! ```text
+//! context ──serialize──▶ SHA-256 ──same as the last one?──▶ its haproxy.cfg and structure digest
+//!                                 └─ no ─▶ templates, digest ─▶ kept as the last one
+//! ```
+//!
+//! haproxy.cfg and its structure digest are functions of the context (the
+//! templates of a renderer never change; the digest reads haproxy.cfg and
+//! the plan's backends, which are in the context). A change that only
+//! touches what the context leaves out (map entries: a route added or
+//! moved, see the `reads` module) or nothing at all keeps the context, and
+//! then skips the templates and the digest, most of a render's time.
+//!
+//! The context is compared by a SHA-256 of its JSON, which tells apart any
+//! two contexts the templates could tell apart: the context's types are the
+//! same on both sides, and JSON writes each of their values differently
+//! (it has no float in it, whose NaN JSON would write as null).
+
+use std::sync::Mutex;
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+/// What identifies a template context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ContextKey([u8; 32]);
+
+impl ContextKey {
+    /// The key of `context`; none when it does not serialize as JSON (then
+    /// it is rendered, and the error, if any, comes from the templates).
+    pub(super) fn of(context: &impl Serialize) -> Option<ContextKey> {
+        // JSON is written a token at a time; the hasher takes blocks.
+        let mut out = std::io::BufWriter::with_capacity(1 << 16, HashWriter(Sha256::new()));
+        serde_json::to_writer(&mut out, context).ok()?;
+        let hasher = out.into_inner().ok()?;
+        Some(ContextKey(hasher.0.finalize().into()))
+    }
+}
+
+/// The last haproxy.cfg written, behind a lock: renders may run on
+/// several threads with one renderer.
+#[derive(Default)]
+pub(super) struct ConfigMemo {
+    last: Mutex<Option<Written>>,
+}
+
+struct Written {
+    key: ContextKey,
+    config: String,
+    structure_digest: String,
+}
+
+impl ConfigMemo {
+    /// haproxy.cfg and its structure digest, when the last one written was
+    /// written from a context with this key.
+    pub(super) fn get(&self, key: ContextKey) -> Option<(String, String)> {
+        let last = self.last.lock().ok()?;
+        let written = last.as_ref().filter(|w| w.key == key)?;
+        Some((written.config.clone(), written.structure_digest.clone()))
+    }
+
+    /// Keeps `config` as the last one written, from a context with `key`.
+    pub(super) fn put(&self, key: ContextKey, config: &str, structure_digest: &str) {
+        if let Ok(mut last) = self.last.lock() {
+            match last.as_mut() {
+                // Reuses the buffer: haproxy.cfg is megabytes in a large cluster.
+                Some(written) => {
+                    written.key = key;
+                    written.config.clear();
+                    written.config.push_str(config);
+                    written.structure_digest.clear();
+                    written.structure_digest.push_str(structure_digest);
+                }
+                None => {
+                    *last = Some(Written {
+                        key,
+                        config: config.to_string(),
+                        structure_digest: structure_digest.to_string(),
+                    });
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for ConfigMemo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.last.lock().map(|last| last.is_some()).unwrap_or(false);
+        f.debug_struct("ConfigMemo").field("kept", &kept).finish()
+    }
+}
+
+/// Feeds what is written into a hasher.
+struct HashWriter(Sha256);
+
+impl std::io::Write for HashWriter {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.update(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
