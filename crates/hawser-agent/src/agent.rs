@@ -53,6 +53,16 @@ pub struct Desired {
     pub plan: Plan,
 }
 
+impl Desired {
+    /// The version as the diff sees it.
+    pub fn view(&self) -> VersionView<'_> {
+        VersionView {
+            plan: &self.plan,
+            files: &self.files,
+        }
+    }
+}
+
 /// Who runs HAProxy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HaproxyMode {
@@ -201,6 +211,15 @@ struct Running {
     generation: Generation,
     files: FileSet,
     plan: Plan,
+}
+
+impl Running {
+    fn view(&self) -> VersionView<'_> {
+        VersionView {
+            plan: &self.plan,
+            files: &self.files,
+        }
+    }
 }
 
 /// Where one apply's time went, for its log line: staging the tree (files
@@ -590,15 +609,7 @@ impl Core {
         newer: &mut watch::Receiver<Option<Arc<Desired>>>,
         phases: &mut Phases,
     ) -> Result<Option<(ApplyKind, String)>, ApplyError> {
-        let running = VersionView {
-            plan: &self.running.plan,
-            files: &self.running.files,
-        };
-        let target = VersionView {
-            plan: &desired.plan,
-            files: &desired.files,
-        };
-        let (version, reasons) = match decide(running, target) {
+        let (version, reasons) = match decide(self.running.view(), desired.view()) {
             Decision::NoOp => {
                 let version = self.stage_timed(desired, phases)?;
                 self.check_version(version, desired, phases).await?;

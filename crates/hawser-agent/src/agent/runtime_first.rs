@@ -30,9 +30,7 @@ use tokio::time::Instant;
 use tracing::{info, warn};
 
 use super::{Core, Desired, Phases, apply_error::ApplyError};
-use crate::diff::{
-    Decision, RuntimeOp, VersionView, certificate_renewals_alone, decide, server_changes_alone,
-};
+use crate::diff::{Decision, RuntimeOp, certificate_renewals_alone, decide, server_changes_alone};
 use crate::runtime_ops::{self, describe};
 use crate::tree::VersionName;
 
@@ -159,15 +157,7 @@ impl Core {
     /// brings the rest. `desired` passed the full check already (its server
     /// lines and certificates included), so nothing is checked again here.
     pub(super) async fn change_at_runtime_while_waiting(&mut self, desired: &Desired) {
-        let running = VersionView {
-            plan: &self.running.plan,
-            files: &self.running.files,
-        };
-        let target = VersionView {
-            plan: &desired.plan,
-            files: &desired.files,
-        };
-        let ops: Vec<RuntimeOp> = certificate_renewals_alone(running, target)
+        let ops: Vec<RuntimeOp> = certificate_renewals_alone(self.running.view(), desired.view())
             .into_iter()
             .chain(server_changes_alone(&self.running.plan, &desired.plan))
             .collect();
@@ -228,15 +218,7 @@ impl Core {
     /// `desired`: by runtime commands, or by reloading `current`, which
     /// still names the running version.
     async fn undo(&mut self, desired: &Desired) {
-        let applied = VersionView {
-            plan: &desired.plan,
-            files: &desired.files,
-        };
-        let running = VersionView {
-            plan: &self.running.plan,
-            files: &self.running.files,
-        };
-        if let Decision::Runtime(ops) = decide(applied, running) {
+        if let Decision::Runtime(ops) = decide(desired.view(), self.running.view()) {
             let undone =
                 runtime_ops::execute(&self.runtime, &ops, &self.running.files, &self.running.plan)
                     .await;

@@ -52,15 +52,26 @@ fn secrets_yaml(a: &TestCertificate, b: &TestCertificate) -> String {
     text
 }
 
+/// The fixture with certificates `a` and `b`, its pod, and `hawser run`
+/// serving it with `options`.
+async fn serve(
+    a: &TestCertificate,
+    b: &TestCertificate,
+    options: RunOptions,
+) -> (Backends, Manifests, Run) {
+    let backends = Backends::start(&[pod("ssl", "site", "site-a")]);
+    let mut vars = backends.vars();
+    vars.extend(secrets_vars(a, b));
+    let manifests = Manifests::from_fixture("run_ssl_transaction", &vars);
+    let run = Run::start_with(manifests.path(), options).await;
+    (backends, manifests, run)
+}
+
 #[tokio::test]
 async fn transaction_left_open_is_aborted_at_start_and_updates_apply_again() {
     let a = TestCertificate::with_cn(A_HOST, A_HOST);
     let b = TestCertificate::with_cn(B_HOST, B_HOST);
-    let backends = Backends::start(&[pod("ssl", "site", "site-a")]);
-    let mut vars = backends.vars();
-    vars.extend(secrets_vars(&a, &b));
-    let manifests = Manifests::from_fixture("run_ssl_transaction", &vars);
-    let mut run = Run::start(manifests.path()).await;
+    let (_backends, _manifests, mut run) = serve(&a, &b, RunOptions::default()).await;
     run.wait_converged().await;
     expect_certificate(&run, A_HOST, A_HOST).await;
     expect_certificate(&run, B_HOST, B_HOST).await;
@@ -170,16 +181,12 @@ async fn transaction_left_open_is_aborted_at_start_and_updates_apply_again() {
 async fn a_certificate_renewal_does_not_wait_behind_a_paced_reload() {
     let a = TestCertificate::with_cn(A_HOST, A_HOST);
     let b = TestCertificate::with_cn(B_HOST, B_HOST);
-    let backends = Backends::start(&[pod("ssl", "site", "site-a")]);
-    let mut vars = backends.vars();
-    vars.extend(secrets_vars(&a, &b));
-    let manifests = Manifests::from_fixture("run_ssl_transaction", &vars);
     let options = RunOptions {
         args: vec!["--min-reload-interval-ms".into(), "600000".into()],
         ..RunOptions::default()
     };
     // Its first version is a reload: the next may come ten minutes later.
-    let run = Run::start_with(manifests.path(), options).await;
+    let (_backends, _manifests, run) = serve(&a, &b, options).await;
     let status = run.wait_converged().await;
     let applied = status["applied_generation"].clone();
     let workers = run.worker_pids().await;

@@ -204,6 +204,19 @@ impl ChildGuard {
     pub fn exited(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().ok().flatten()
     }
+
+    /// Waits, without blocking the runtime, until the child exits; `None`
+    /// when it still runs after `limit`.
+    pub async fn wait_exited(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if let Some(status) = self.exited() {
+                return Some(status);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        None
+    }
 }
 
 impl Drop for ChildGuard {

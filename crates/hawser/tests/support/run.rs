@@ -229,15 +229,7 @@ impl Run {
     /// Waits, without blocking the runtime, until hawser exits; `None` when
     /// it is still running after `limit`.
     pub async fn wait_exited(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
-        let process = self.process.as_mut()?;
-        let deadline = Instant::now() + limit;
-        while Instant::now() < deadline {
-            if let Some(status) = process.exited() {
-                return Some(status);
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        None
+        self.process.as_mut()?.wait_exited(limit).await
     }
 
     pub fn state_dir(&self) -> PathBuf {

@@ -246,15 +246,7 @@ impl AgentProc {
     /// Waits until the HAProxy [`AgentProc::start_haproxy`] started exits;
     /// `None` when it still runs after `limit`.
     pub async fn wait_haproxy_exited(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let haproxy = self.haproxy.as_mut()?;
-        let deadline = Instant::now() + limit;
-        while Instant::now() < deadline {
-            if let Some(status) = haproxy.exited() {
-                return Some(status);
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        None
+        self.haproxy.as_mut()?.wait_exited(limit).await
     }
 
     /// The agent's pid.
@@ -264,15 +256,7 @@ impl AgentProc {
 
     /// Waits until the agent exits; `None` when it still runs after `limit`.
     pub async fn wait_exited(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let process = self.process.as_mut()?;
-        let deadline = Instant::now() + limit;
-        while Instant::now() < deadline {
-            if let Some(status) = process.exited() {
-                return Some(status);
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        None
+        self.process.as_mut()?.wait_exited(limit).await
     }
 
     /// Whether the agent process still runs.
