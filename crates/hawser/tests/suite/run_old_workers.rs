@@ -82,20 +82,9 @@ impl Tunnel {
     }
 }
 
-/// Makes a change that needs a reload (an Ingress to a Service of a new
-/// name, so a new backend) and waits until it is applied by one.
+/// Makes a change that needs a reload and waits until it is applied by one.
 async fn reload(run: &Run, round: usize) {
-    let churn = format!(
-        "apiVersion: v1\nkind: Service\nmetadata: {{ name: churn-{round}, namespace: {NAMESPACE} }}\n\
-         spec:\n  ports: [{{ name: http, port: 80 }}]\n---\n\
-         apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{ name: churn, namespace: {NAMESPACE} }}\n\
-         spec:\n  rules:\n    - host: churn.example.com\n      http:\n        paths:\n\
-         \x20         - path: /\n            pathType: Prefix\n\
-         \x20           backend: {{ service: {{ name: churn-{round}, port: {{ name: http }} }} }}\n"
-    );
-    let before = run.desired_generation().await;
-    run.write_manifest("churn.yaml", &churn);
-    run.expect_outcome_after(before, "reload").await;
+    run.reload_by_new_service(NAMESPACE, round).await;
 }
 
 /// The pids under `# old workers` in `show proc`.

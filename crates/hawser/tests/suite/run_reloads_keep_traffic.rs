@@ -92,17 +92,7 @@ async fn serve(settings: &str, rest: &str) -> (Run, Manifests, Backends) {
 /// name, so a new backend), waits until it is applied by one, and checks a
 /// new worker serves: returns its pid.
 async fn reload(run: &Run, round: usize, worker: u32) -> u32 {
-    let churn = format!(
-        "apiVersion: v1\nkind: Service\nmetadata: {{ name: churn-{round}, namespace: {NAMESPACE} }}\n\
-         spec:\n  ports: [{{ name: http, port: 80 }}]\n---\n\
-         apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{ name: churn, namespace: {NAMESPACE} }}\n\
-         spec:\n  rules:\n    - host: churn.example.com\n      http:\n        paths:\n\
-         \x20         - path: /\n            pathType: Prefix\n\
-         \x20           backend: {{ service: {{ name: churn-{round}, port: {{ name: http }} }} }}\n"
-    );
-    let before = run.desired_generation().await;
-    run.write_manifest("churn.yaml", &churn);
-    run.expect_outcome_after(before, "reload").await;
+    run.reload_by_new_service(NAMESPACE, round).await;
     let serving = run.serving_worker().await;
     assert_ne!(
         serving,

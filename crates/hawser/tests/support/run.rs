@@ -198,6 +198,23 @@ impl Run {
         );
     }
 
+    /// Makes a change that needs a reload (Ingress `churn` of `namespace`
+    /// to a Service of a new name, `churn-<round>`: a new backend when no
+    /// spare is lent) and waits until it is applied by one.
+    pub async fn reload_by_new_service(&self, namespace: &str, round: usize) {
+        let churn = format!(
+            "apiVersion: v1\nkind: Service\nmetadata: {{ name: churn-{round}, namespace: {namespace} }}\n\
+             spec:\n  ports: [{{ name: http, port: 80 }}]\n---\n\
+             apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{ name: churn, namespace: {namespace} }}\n\
+             spec:\n  rules:\n    - host: churn.example.com\n      http:\n        paths:\n\
+             \x20         - path: /\n            pathType: Prefix\n\
+             \x20           backend: {{ service: {{ name: churn-{round}, port: {{ name: http }} }} }}\n"
+        );
+        let before = self.desired_generation().await;
+        self.write_manifest("churn.yaml", &churn);
+        self.expect_outcome_after(before, "reload").await;
+    }
+
     /// The pid of `hawser run`, while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.process.as_ref().map(ChildGuard::pid)
