@@ -314,17 +314,17 @@ pub fn certificate_renewals_alone(
     running: VersionView<'_>,
     desired: VersionView<'_>,
 ) -> Vec<RuntimeOp> {
-    let listed = |plan: &'_ Plan, cert: &str| -> Vec<(String, CrtListEntry)> {
+    fn listed<'a>(plan: &'a Plan, cert: &str) -> Vec<(&'a str, &'a CrtListEntry)> {
         plan.crt_lists
             .iter()
             .flat_map(|list| {
                 list.entries
                     .iter()
-                    .filter(|e| e.certificate == cert)
-                    .map(|e| (list.path.clone(), e.clone()))
+                    .filter(move |e| e.certificate == cert)
+                    .map(|e| (list.path.as_str(), e))
             })
             .collect()
-    };
+    }
     desired
         .files
         .iter()

@@ -84,9 +84,10 @@ enum MapChange {
 
 impl MapChange {
     fn of(path: String, running: &Plan, desired: &Plan) -> MapChange {
-        let find = |plan: &Plan| plan.maps.iter().find(|m| m.path == path).cloned();
-        match (find(running), find(desired)) {
-            (Some(old), Some(new)) => match entry_edits(&old, &new) {
+        let old = running.maps.iter().find(|m| m.path == path);
+        let new = desired.maps.iter().find(|m| m.path == path);
+        match (old, new) {
+            (Some(old), Some(new)) => match entry_edits(old, new) {
                 Some((first, last)) => MapChange::Edits { path, first, last },
                 None => MapChange::Replace(path),
             },
@@ -132,13 +133,13 @@ fn entry_edits(old: &MapPlan, new: &MapPlan) -> Option<(Vec<MapEdit>, Vec<MapEdi
     let mut added = Vec::new();
     let mut changed = Vec::new();
     for (key, value) in new {
-        match old.remove(&key) {
+        match old.remove(key) {
             None => added.push((key, value)),
             Some(was) if was != value => changed.push((key, value)),
             Some(_) => {}
         }
     }
-    let mut removed: Vec<String> = old.into_keys().collect();
+    let mut removed: Vec<&str> = old.into_keys().collect();
     let edits = added.len() + changed.len() + removed.len();
     // No edit while the file changed: the plan does not say how; replace.
     if edits == 0 || edits > MAX_ENTRY_EDITS {
@@ -146,28 +147,33 @@ fn entry_edits(old: &MapPlan, new: &MapPlan) -> Option<(Vec<MapEdit>, Vec<MapEdi
     }
     added.sort_by(|(a, _), (b, _)| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
     removed.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+    let owned = |(key, value): (&str, &str)| (key.to_string(), value.to_string());
     let first = added
         .into_iter()
+        .map(owned)
         .map(|(key, value)| MapEdit::Add { key, value })
         .chain(
             changed
                 .into_iter()
+                .map(owned)
                 .map(|(key, value)| MapEdit::Set { key, value }),
         )
         .collect();
     let last = removed
         .into_iter()
-        .map(|key| MapEdit::Del { key })
+        .map(|key| MapEdit::Del {
+            key: key.to_string(),
+        })
         .collect();
     Some((first, last))
 }
 
-/// The map's entries by key; `None` when a key repeats.
-fn unique_entries(map: &MapPlan) -> Option<BTreeMap<String, String>> {
-    let entries: BTreeMap<String, String> = map
+/// The map's entries by key, borrowed; `None` when a key repeats.
+fn unique_entries(map: &MapPlan) -> Option<BTreeMap<&str, &str>> {
+    let entries: BTreeMap<&str, &str> = map
         .entries
         .iter()
-        .map(|e| (e.key.clone(), e.value.clone()))
+        .map(|e| (e.key.as_str(), e.value.as_str()))
         .collect();
     (entries.len() == map.entries.len()).then_some(entries)
 }
