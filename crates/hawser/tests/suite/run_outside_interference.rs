@@ -109,12 +109,7 @@ async fn a_stalled_stats_socket_costs_a_bounded_wait_and_the_version_applies_whe
     stall.end();
     run.expect_pods_reached(HOST, "/", &["web-a", "web-b"])
         .await;
-    let status = run.wait_converged().await;
-    assert_eq!(
-        status["desired_generation"],
-        before + 1,
-        "the same version applied, nothing newer: {status:#}"
-    );
+    expect_converged_at(&run, before + 1).await;
 }
 
 #[tokio::test]
@@ -146,12 +141,7 @@ async fn a_master_cli_without_free_connections_costs_a_bounded_wait_and_the_vers
     drop(held);
     run.expect_route_eventually("api.example.com", "/", "api")
         .await;
-    let status = run.wait_converged().await;
-    assert_eq!(
-        status["desired_generation"],
-        before + 1,
-        "the same version applied, nothing newer: {status:#}"
-    );
+    expect_converged_at(&run, before + 1).await;
 }
 
 /// Root is refused nothing by file modes: hawser, and the HAProxy it starts,
@@ -210,12 +200,7 @@ async fn a_stats_socket_that_refuses_access_costs_no_reload_and_the_version_appl
         .await;
     run.expect_pods_reached(HOST, "/", &["web-a", "web-b"])
         .await;
-    let status = run.wait_converged().await;
-    assert_eq!(
-        status["desired_generation"],
-        before + 2,
-        "the same version applied, nothing newer: {status:#}"
-    );
+    expect_converged_at(&run, before + 2).await;
 }
 
 /// Waits until the version after `before` is refused because the stats
@@ -231,6 +216,16 @@ fn set_mode(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
         .unwrap_or_else(|e| panic!("chmod {mode:o} {}: {e}", path.display()));
+}
+
+/// Waits until hawser converged and checks it did on `generation`: the
+/// version that failed applied, nothing newer.
+async fn expect_converged_at(run: &Run, generation: u64) {
+    let status = run.wait_converged().await;
+    assert_eq!(
+        status["desired_generation"], generation,
+        "the same version applied, nothing newer: {status:#}"
+    );
 }
 
 /// Waits until the agent refused the version after `before` for a reason
