@@ -77,7 +77,7 @@ pub use status::{INGRESS_STATUS_RETRY, publish_status};
 use self::extra::{ExtraChange, ExtraObjects};
 use self::seen::Cluster;
 use self::watch::Message;
-use crate::coalesce::{Coalescer, sleep_until};
+use crate::coalesce::{Change, Coalescer, sleep_until};
 use crate::cycle::{ControllerStatus, Deliver, RenderCycle, SourceRead};
 use crate::quarantine::Judge;
 
@@ -193,18 +193,26 @@ pub async fn run_kube(
                     watching = Watching::start(&client, &next.options);
                 }
                 if next != current {
-                    coalescer.changed(Instant::now());
+                    coalescer.changed(Instant::now(), Change::Complete);
                     current = next;
                 }
             }
             message = watching.messages.recv() => {
                 let Some(message) = message else { break };
                 let effect = watching.cluster.apply(message);
+                // An object whose Secrets are still being read is not
+                // complete yet: rendered at once, it would be served
+                // without them for a generation.
+                let change = if effect.fetch.is_empty() {
+                    Change::Complete
+                } else {
+                    Change::Partial
+                };
                 for key in effect.fetch {
                     watching.fetch_secret(&client, key);
                 }
                 if effect.changed {
-                    coalescer.changed(Instant::now());
+                    coalescer.changed(Instant::now(), change);
                 }
                 if effect.watch_status {
                     watching.report(&status);
@@ -212,7 +220,7 @@ pub async fn run_kube(
             }
             Some((index, change)) = watching.extra_messages.recv() => {
                 if watching.extra.apply(index, change) {
-                    coalescer.changed(Instant::now());
+                    coalescer.changed(Instant::now(), Change::Complete);
                 }
                 watching.report(&status);
             }

@@ -2,65 +2,94 @@
 //! edge), coalesced during a burst (trailing edge, bounded).
 //!
 //! ```text
-//!  change ──► idle for BURST?  ── yes ──► render after SETTLE of quiet   (a lone change: ~10 ms)
-//!                 │ no (a render just ran: a burst)
-//!                 └─────────────────────► render after DEBOUNCE of quiet, LIMIT after the first at most
+//!  change ──► renders begun within BURST?
+//!               none ──► complete?  yes ──► render at once                (leading edge)
+//!                                   no  ──► render after SETTLE of quiet
+//!               one  ──► render after SETTLE of quiet                   (the rest of one operation)
+//!               two  ──► render after DEBOUNCE of quiet, LIMIT after the first at most
 //!  a file still being written (local) ──► hold, LIMIT after the first at most
 //! ```
 //!
-//! SETTLE gathers the events of one operation (an editor's write and
-//! rename, a rollout's EndpointSlice and Pod updates sent together) without
-//! making a lone change wait. Once a render has run, further changes within
-//! BURST are a burst: a `cp -r` or a rolling update is rendered a few times,
-//! not once per event. LIMIT bounds every wait, so churn that never goes
-//! quiet still renders.
+//! A source says whether a change is complete as it stands: a file renamed
+//! into place or closed after writing, an object the API server stored. A
+//! lone complete change renders at once. A change that may be the first
+//! event of an operation still going on (a file removed or renamed away by
+//! an editor that writes it again a moment later, an Ingress whose Secret
+//! is still being read) waits SETTLE of quiet, so the render does not serve
+//! the half-done state: for a file, that would drop its objects for a
+//! generation.
+//!
+//! Once a render has begun, a change within BURST is taken as the rest of
+//! the same operation (a Service applied with its Ingress) and waits only
+//! SETTLE of quiet. A change after two renders within BURST is a burst: a
+//! `cp -r` or a rolling update is rendered a few times, not once per event.
+//! LIMIT bounds every wait, so churn that never goes quiet still renders.
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// Quiet after a lone change before rendering.
+/// Quiet awaited after a change that may not be complete yet, or that
+/// follows a render closely.
 pub const SETTLE: Duration = Duration::from_millis(10);
 
 /// Quiet awaited during a burst.
 pub const DEBOUNCE: Duration = Duration::from_millis(200);
 
-/// A change this soon after the last render began is part of a burst.
+/// Renders begun this shortly before a change make it part of an operation
+/// (one render) or of a burst (two).
 pub const BURST: Duration = Duration::from_millis(200);
 
 /// The longest a change waits, however busy the source.
 pub const LIMIT: Duration = Duration::from_secs(1);
 
-/// Changes not rendered yet, and when the last render began.
+/// What a source knows of a change when it sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    /// Complete as it stands: a lone one renders at once.
+    Complete,
+    /// Maybe the first event of an operation still going on.
+    Partial,
+}
+
+/// Changes not rendered yet, and when the last two renders began.
 #[derive(Debug, Clone, Default)]
 pub struct Coalescer {
     pending: Option<Pending>,
     last_render: Option<Instant>,
+    render_before: Option<Instant>,
 }
 
 #[derive(Debug, Clone, Copy)]
 struct Pending {
     first: Instant,
     last: Instant,
-    /// The first change came within BURST of the last render.
-    burst: bool,
+    /// How many renders began within BURST before the first change.
+    recent_renders: u8,
+    /// Some change of them may not be complete yet.
+    partial: bool,
 }
 
 impl Coalescer {
     /// A change at `now`.
-    pub fn changed(&mut self, now: Instant) {
-        let burst = self
-            .last_render
-            .is_some_and(|last| now.saturating_duration_since(last) < BURST);
+    pub fn changed(&mut self, now: Instant, change: Change) {
+        let partial = change == Change::Partial;
+        let recent = |render: Option<Instant>| {
+            render.is_some_and(|at| now.saturating_duration_since(at) < BURST)
+        };
+        let recent_renders =
+            u8::from(recent(self.last_render)) + u8::from(recent(self.render_before));
         self.pending = Some(match self.pending {
             Some(pending) => Pending {
                 last: now,
+                partial: pending.partial || partial,
                 ..pending
             },
             None => Pending {
                 first: now,
                 last: now,
-                burst,
+                recent_renders,
+                partial,
             },
         });
     }
@@ -79,13 +108,18 @@ impl Coalescer {
         if holding {
             return Some(limit);
         }
-        let quiet = if pending.burst { DEBOUNCE } else { SETTLE };
+        let quiet = match pending.recent_renders {
+            0 if !pending.partial => Duration::ZERO,
+            0 | 1 => SETTLE,
+            _ => DEBOUNCE,
+        };
         Some((pending.last + quiet).min(limit))
     }
 
     /// A render begins at `now`: what was pending is taken.
     pub fn rendering(&mut self, now: Instant) {
         self.pending = None;
+        self.render_before = self.last_render;
         self.last_render = Some(now);
     }
 }
@@ -112,34 +146,56 @@ mod tests {
     }
 
     #[test]
-    fn a_lone_change_renders_after_settle() {
+    fn a_lone_complete_change_renders_at_once() {
         let t0 = Instant::now();
         let mut coalescer = Coalescer::default();
-        coalescer.changed(t0);
-        assert_eq!(coalescer.deadline(false), Some(t0 + SETTLE));
+        coalescer.changed(t0, Change::Complete);
+        assert_eq!(coalescer.deadline(false), Some(t0));
 
         // Long after a render, a change is lone again.
-        coalescer.rendering(t0 + SETTLE);
-        coalescer.changed(t0 + SETTLE + BURST);
-        assert_eq!(coalescer.deadline(false), Some(t0 + SETTLE * 2 + BURST));
+        coalescer.rendering(t0);
+        coalescer.changed(t0 + BURST, Change::Complete);
+        assert_eq!(coalescer.deadline(false), Some(t0 + BURST));
     }
 
     #[test]
-    fn events_of_one_operation_extend_the_settle() {
+    fn a_lone_partial_change_waits_for_the_settle() {
         let t0 = Instant::now();
         let mut coalescer = Coalescer::default();
-        coalescer.changed(t0);
-        coalescer.changed(t0 + 5 * MS);
+        coalescer.changed(t0, Change::Partial);
+        assert_eq!(coalescer.deadline(false), Some(t0 + SETTLE));
+        // The operation's next events extend it, complete or not.
+        coalescer.changed(t0 + 5 * MS, Change::Complete);
         assert_eq!(coalescer.deadline(false), Some(t0 + 5 * MS + SETTLE));
     }
 
     #[test]
-    fn a_change_soon_after_a_render_waits_for_the_burst_to_go_quiet() {
+    fn a_change_soon_after_one_render_settles() {
         let t0 = Instant::now();
         let mut coalescer = Coalescer::default();
         coalescer.rendering(t0);
-        coalescer.changed(t0 + 50 * MS);
+        coalescer.changed(t0 + 5 * MS, Change::Complete);
+        assert_eq!(coalescer.deadline(false), Some(t0 + 5 * MS + SETTLE));
+    }
+
+    #[test]
+    fn a_change_after_two_renders_within_the_burst_waits_for_it_to_go_quiet() {
+        let t0 = Instant::now();
+        let mut coalescer = Coalescer::default();
+        coalescer.rendering(t0);
+        coalescer.rendering(t0 + 20 * MS);
+        coalescer.changed(t0 + 50 * MS, Change::Complete);
         assert_eq!(coalescer.deadline(false), Some(t0 + 50 * MS + DEBOUNCE));
+
+        // A render that began longer ago than BURST does not count.
+        let mut coalescer = Coalescer::default();
+        coalescer.rendering(t0);
+        coalescer.rendering(t0 + BURST);
+        coalescer.changed(t0 + BURST + 5 * MS, Change::Complete);
+        assert_eq!(
+            coalescer.deadline(false),
+            Some(t0 + BURST + 5 * MS + SETTLE)
+        );
     }
 
     #[test]
@@ -147,10 +203,11 @@ mod tests {
         let t0 = Instant::now();
         let mut coalescer = Coalescer::default();
         coalescer.rendering(t0);
+        coalescer.rendering(t0);
         let first = t0 + MS;
         let mut now = first;
         while now < first + 2 * LIMIT {
-            coalescer.changed(now);
+            coalescer.changed(now, Change::Complete);
             now += 100 * MS;
         }
         assert_eq!(coalescer.deadline(false), Some(first + LIMIT));
@@ -160,7 +217,7 @@ mod tests {
     fn holding_waits_for_the_limit_only() {
         let t0 = Instant::now();
         let mut coalescer = Coalescer::default();
-        coalescer.changed(t0);
+        coalescer.changed(t0, Change::Complete);
         assert_eq!(coalescer.deadline(true), Some(t0 + LIMIT));
     }
 
@@ -168,7 +225,7 @@ mod tests {
     fn rendering_takes_what_was_pending() {
         let t0 = Instant::now();
         let mut coalescer = Coalescer::default();
-        coalescer.changed(t0);
+        coalescer.changed(t0, Change::Partial);
         coalescer.rendering(t0 + SETTLE);
         assert!(!coalescer.is_pending());
         assert_eq!(coalescer.deadline(false), None);

@@ -11,7 +11,10 @@
 //! A lone change is read at once (see [`crate::coalesce`]). A file is held
 //! from its first write until it is closed, so a read never sees half of a
 //! file being written in place (which would drop the objects after the cut
-//! for one generation); a file renamed into place is complete at once.
+//! for one generation); a file renamed into place is complete at once. A
+//! manifest file created, removed or renamed away waits a moment of quiet
+//! first: an editor that renames a file away to write it anew would
+//! otherwise have its objects dropped for a generation.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -19,13 +22,13 @@ use std::path::{Path, PathBuf};
 use hawser_k8s::ManifestReader;
 use hawser_plan::Generation;
 use hawser_render::Renderer;
-use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind};
+use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind, RemoveKind, RenameMode};
 use notify::{RecursiveMode, Watcher};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tracing::warn;
 
-use crate::coalesce::{Coalescer, sleep_until};
+use crate::coalesce::{Change, Coalescer, sleep_until};
 use crate::cycle::{ControllerStatus, Deliver, RenderCycle, SourceRead};
 use crate::quarantine::Judge;
 
@@ -85,8 +88,9 @@ pub async fn run_local(
             () = &mut stop => return Ok(()),
             event = events.recv() => {
                 let Some(event) = event else { return Ok(()) };
+                let change = event.change;
                 event.track(&mut writing);
-                coalescer.changed(Instant::now());
+                coalescer.changed(Instant::now(), change);
             }
             () = sleep_until(deadline) => {
                 coalescer.rendering(Instant::now());
@@ -101,7 +105,13 @@ pub async fn run_local(
 /// What a watch event says about the directory. Reads (our own, too) are
 /// not changes.
 #[derive(Debug)]
-enum FileEvent {
+struct FileEvent {
+    files: Files,
+    change: Change,
+}
+
+#[derive(Debug)]
+enum Files {
     /// Written to, and maybe not complete yet.
     Writing(Vec<PathBuf>),
     /// Closed after writing, or removed: complete (or gone).
@@ -112,26 +122,46 @@ enum FileEvent {
 
 impl FileEvent {
     fn of(event: notify::Event) -> Option<FileEvent> {
-        match event.kind {
-            EventKind::Modify(ModifyKind::Data(_)) => Some(FileEvent::Writing(event.paths)),
+        let change = if may_come_back(&event) {
+            Change::Partial
+        } else {
+            Change::Complete
+        };
+        let files = match event.kind {
+            EventKind::Modify(ModifyKind::Data(_)) => Files::Writing(event.paths),
             EventKind::Access(AccessKind::Close(AccessMode::Write)) | EventKind::Remove(_) => {
-                Some(FileEvent::Done(event.paths))
+                Files::Done(event.paths)
             }
-            EventKind::Access(_) => None,
-            _ => Some(FileEvent::Changed),
-        }
+            EventKind::Access(_) => return None,
+            _ => Files::Changed,
+        };
+        Some(FileEvent { files, change })
     }
 
     fn track(self, writing: &mut BTreeSet<PathBuf>) {
-        match self {
-            FileEvent::Writing(paths) => writing.extend(paths),
-            FileEvent::Done(paths) => {
+        match self.files {
+            Files::Writing(paths) => writing.extend(paths),
+            Files::Done(paths) => {
                 for path in &paths {
                     writing.remove(path);
                 }
             }
-            FileEvent::Changed => {}
+            Files::Changed => {}
         }
+    }
+}
+
+/// A manifest file created (to be written next), removed or renamed away
+/// (maybe by an editor about to write it anew), or a directory removed:
+/// what the directory holds at this instant may be half of an operation.
+fn may_come_back(event: &notify::Event) -> bool {
+    let manifest = || event.paths.iter().any(|p| hawser_k8s::is_manifest(p));
+    match event.kind {
+        EventKind::Remove(RemoveKind::Folder) => true,
+        EventKind::Create(_)
+        | EventKind::Remove(_)
+        | EventKind::Modify(ModifyKind::Name(RenameMode::From)) => manifest(),
+        _ => false,
     }
 }
 

@@ -19,4 +19,6 @@ mod convert;
 mod manifests;
 
 pub use convert::{ConvertError, FromK8s};
-pub use manifests::{ManifestError, ManifestReader, ManifestSet, Problem, ProblemKind, load_dir};
+pub use manifests::{
+    ManifestError, ManifestReader, ManifestSet, Problem, ProblemKind, is_manifest, load_dir,
+};

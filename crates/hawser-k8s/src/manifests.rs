@@ -284,7 +284,9 @@ fn is_hidden(entry: &DirEntry) -> bool {
     entry.file_name().to_string_lossy().starts_with('.')
 }
 
-fn is_manifest(path: &Path) -> bool {
+/// Whether a file at `path` is read as manifests, by its extension (a
+/// watcher tells by it whether an event may concern served objects).
+pub fn is_manifest(path: &Path) -> bool {
     path.extension()
         .and_then(|ext| ext.to_str())
         .is_some_and(|ext| EXTENSIONS.iter().any(|e| ext.eq_ignore_ascii_case(e)))

@@ -125,3 +125,66 @@ async fn a_file_renamed_into_place_is_read() {
     std::fs::rename(&hidden, dir.path().join("new.yaml")).unwrap();
     assert_eq!(ingress_names(&*local.next().await), ["renamed"]);
 }
+
+/// How the source takes each kind of event (see [`crate::coalesce`]).
+fn change_of(kind: EventKind, paths: &[&str]) -> Option<Change> {
+    let mut event = notify::Event::new(kind);
+    for path in paths {
+        event = event.add_path(PathBuf::from(path));
+    }
+    FileEvent::of(event).map(|e| e.change)
+}
+
+#[test]
+fn a_manifest_that_may_come_back_waits_and_a_complete_one_does_not() {
+    use notify::event::{CreateKind, MetadataKind};
+    let renamed = |mode| EventKind::Modify(ModifyKind::Name(mode));
+    let closed = EventKind::Access(AccessKind::Close(AccessMode::Write));
+    // Complete as it stands: renamed into place, closed after writing.
+    assert_eq!(
+        change_of(renamed(RenameMode::To), &["/m/app.yaml"]),
+        Some(Change::Complete)
+    );
+    assert_eq!(change_of(closed, &["/m/app.yaml"]), Some(Change::Complete));
+    assert_eq!(
+        change_of(
+            EventKind::Modify(ModifyKind::Metadata(MetadataKind::Any)),
+            &["/m/app.yaml"]
+        ),
+        Some(Change::Complete)
+    );
+    // A temporary file renamed into place: its leaving is no loss.
+    assert_eq!(
+        change_of(renamed(RenameMode::From), &["/m/.app.yaml.tmp"]),
+        Some(Change::Complete)
+    );
+    assert_eq!(
+        change_of(EventKind::Create(CreateKind::File), &["/m/.app.yaml.swp"]),
+        Some(Change::Complete)
+    );
+    // What an editor does before it writes a manifest anew.
+    assert_eq!(
+        change_of(renamed(RenameMode::From), &["/m/app.yaml"]),
+        Some(Change::Partial)
+    );
+    assert_eq!(
+        change_of(EventKind::Remove(RemoveKind::File), &["/m/app.YML"]),
+        Some(Change::Partial)
+    );
+    assert_eq!(
+        change_of(EventKind::Create(CreateKind::File), &["/m/app.json"]),
+        Some(Change::Partial)
+    );
+    assert_eq!(
+        change_of(EventKind::Remove(RemoveKind::Folder), &["/m/team"]),
+        Some(Change::Partial)
+    );
+    // Reads are no change at all.
+    assert_eq!(
+        change_of(
+            EventKind::Access(AccessKind::Open(AccessMode::Read)),
+            &["/m/app.yaml"]
+        ),
+        None
+    );
+}
