@@ -22,7 +22,9 @@ use std::path::{Path, PathBuf};
 use hawser_k8s::ManifestReader;
 use hawser_plan::Generation;
 use hawser_render::Renderer;
-use notify::event::{AccessKind, AccessMode, EventKind, ModifyKind, RemoveKind, RenameMode};
+use notify::event::{
+    AccessKind, AccessMode, CreateKind, EventKind, ModifyKind, RemoveKind, RenameMode,
+};
 use notify::{RecursiveMode, Watcher};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -79,8 +81,19 @@ pub async fn run_local(
     let mut coalescer = Coalescer::default();
     // Files written to and not closed yet.
     let mut writing = BTreeSet::new();
+    // What the events since the last read touched.
+    let mut changed = Changed::Everything;
     coalescer.rendering(Instant::now());
-    read_and_render(&mut reader, &mut cycle, &dir, &renderer, &sink, &status).await;
+    read_and_render(
+        &mut reader,
+        &mut changed,
+        &mut cycle,
+        &dir,
+        &renderer,
+        &sink,
+        &status,
+    )
+    .await;
     tokio::pin!(stop);
     loop {
         let deadline = coalescer.deadline(!writing.is_empty());
@@ -89,6 +102,7 @@ pub async fn run_local(
             event = events.recv() => {
                 let Some(event) = event else { return Ok(()) };
                 let change = event.change;
+                changed.add(&dir, &event);
                 event.track(&mut writing);
                 coalescer.changed(Instant::now(), change);
             }
@@ -96,9 +110,74 @@ pub async fn run_local(
                 coalescer.rendering(Instant::now());
                 // Past the limit, a file still open is read as it is.
                 writing.clear();
-                read_and_render(&mut reader, &mut cycle, &dir, &renderer, &sink, &status).await;
+                read_and_render(&mut reader, &mut changed, &mut cycle, &dir, &renderer, &sink, &status).await;
             }
         }
+    }
+}
+
+/// What the events since the last read say may have changed.
+#[derive(Debug)]
+enum Changed {
+    /// These manifest files alone.
+    Files(BTreeSet<PathBuf>),
+    /// Anything: a directory, a link, an entry gone whose kind is not
+    /// known, or events the system dropped.
+    Everything,
+}
+
+impl Changed {
+    fn add(&mut self, dir: &Path, event: &FileEvent) {
+        let Changed::Files(files) = self else { return };
+        if event.rescan || event.paths.is_empty() {
+            *self = Changed::Everything;
+            return;
+        }
+        for path in &event.paths {
+            match touched(dir, path, event.folder) {
+                Touched::Manifest => {
+                    files.insert(path.clone());
+                }
+                Touched::Nothing => {}
+                Touched::Anything => {
+                    *self = Changed::Everything;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// What an event on `path` may have changed of what a read finds.
+enum Touched {
+    Manifest,
+    /// A hidden entry, which reads skip (and with it all below it), or a
+    /// file that is no manifest.
+    Nothing,
+    Anything,
+}
+
+fn touched(dir: &Path, path: &Path, folder: bool) -> Touched {
+    let Ok(below) = path.strip_prefix(dir) else {
+        return Touched::Anything;
+    };
+    let hidden = below.components().any(|c| match c {
+        std::path::Component::Normal(name) => name.to_string_lossy().starts_with('.'),
+        _ => false,
+    });
+    if hidden {
+        // The reader reads what links point to through their visible
+        // paths, which are never named by an event on the target; with
+        // a link in the directory, it reads the whole of it anyway.
+        return Touched::Nothing;
+    }
+    if hawser_k8s::is_manifest(path) && !folder {
+        return Touched::Manifest;
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() && !folder => Touched::Nothing,
+        // A directory, a link, or gone: maybe a directory renamed away.
+        _ => Touched::Anything,
     }
 }
 
@@ -108,14 +187,20 @@ pub async fn run_local(
 struct FileEvent {
     files: Files,
     change: Change,
+    /// Every path the event names.
+    paths: Vec<PathBuf>,
+    /// The event is known to be about a directory.
+    folder: bool,
+    /// The system dropped events: anything may have changed.
+    rescan: bool,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 enum Files {
     /// Written to, and maybe not complete yet.
-    Writing(Vec<PathBuf>),
+    Writing,
     /// Closed after writing, or removed: complete (or gone).
-    Done(Vec<PathBuf>),
+    Done,
     /// Created, renamed, or its metadata changed.
     Changed,
 }
@@ -127,22 +212,33 @@ impl FileEvent {
         } else {
             Change::Complete
         };
+        let folder = matches!(
+            event.kind,
+            EventKind::Create(CreateKind::Folder) | EventKind::Remove(RemoveKind::Folder)
+        );
+        let rescan = event.need_rescan();
         let files = match event.kind {
-            EventKind::Modify(ModifyKind::Data(_)) => Files::Writing(event.paths),
+            EventKind::Modify(ModifyKind::Data(_)) => Files::Writing,
             EventKind::Access(AccessKind::Close(AccessMode::Write)) | EventKind::Remove(_) => {
-                Files::Done(event.paths)
+                Files::Done
             }
             EventKind::Access(_) => return None,
             _ => Files::Changed,
         };
-        Some(FileEvent { files, change })
+        Some(FileEvent {
+            files,
+            change,
+            paths: event.paths,
+            folder,
+            rescan,
+        })
     }
 
-    fn track(self, writing: &mut BTreeSet<PathBuf>) {
+    fn track(&self, writing: &mut BTreeSet<PathBuf>) {
         match self.files {
-            Files::Writing(paths) => writing.extend(paths),
-            Files::Done(paths) => {
-                for path in &paths {
+            Files::Writing => writing.extend(self.paths.iter().cloned()),
+            Files::Done => {
+                for path in &self.paths {
                     writing.remove(path);
                 }
             }
@@ -165,10 +261,11 @@ fn may_come_back(event: &notify::Event) -> bool {
     }
 }
 
-/// Reads the directory and renders it; a directory that cannot be read
-/// keeps the last generation.
+/// Reads the directory (what changed of it) and renders it; a directory
+/// that cannot be read keeps the last generation.
 async fn read_and_render(
     reader: &mut ManifestReader,
+    changed: &mut Changed,
     cycle: &mut RenderCycle,
     dir: &Path,
     renderer: &Renderer,
@@ -176,7 +273,11 @@ async fn read_and_render(
     status: &watch::Sender<ControllerStatus>,
 ) {
     let started = Instant::now();
-    match reader.read(dir) {
+    let read = match std::mem::replace(changed, Changed::Files(BTreeSet::new())) {
+        Changed::Files(files) => reader.read_changed(dir, &files),
+        Changed::Everything => reader.read(dir),
+    };
+    match read {
         Ok(manifests) => {
             let problems = manifests.problems.iter().map(ToString::to_string).collect();
             cycle

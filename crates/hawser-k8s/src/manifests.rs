@@ -26,8 +26,12 @@
 //! as unchanged without reading it when its size, inode, modification and
 //! change times are, and it was last modified well before that read (a write
 //! within the same clock tick leaves the times alone). Otherwise it is read,
-//! and parsed only when its content differs from what was parsed.
+//! and parsed only when its content differs from what was parsed. Told
+//! which files changed (local mode knows them from its watch events), it
+//! looks at those alone and updates the last store by them
+//! ([`ManifestReader::read_changed`]).
 
+mod delta;
 mod parse;
 mod split;
 #[cfg(test)]
@@ -152,6 +156,12 @@ const RACY: Duration = Duration::from_secs(1);
 #[derive(Debug, Default)]
 pub struct ManifestReader {
     parsed: BTreeMap<PathBuf, ParsedFile>,
+    /// What the last read loaded, which [`ManifestReader::read_changed`]
+    /// updates by the files that changed; none until a whole read.
+    last: Option<Loader>,
+    /// Reads that walked the whole directory.
+    #[cfg(test)]
+    whole_reads: usize,
 }
 
 /// One file as last parsed.
@@ -180,18 +190,49 @@ struct Stamp {
 
 impl Stamp {
     fn of(path: &Path) -> Option<Stamp> {
-        let meta = fs::metadata(path).ok()?;
-        Some(Stamp {
+        fs::metadata(path).ok().map(|meta| Stamp::from(&meta))
+    }
+
+    fn from(meta: &fs::Metadata) -> Stamp {
+        Stamp {
             len: meta.len(),
             dev: meta.dev(),
             ino: meta.ino(),
             ctime: (meta.ctime(), meta.ctime_nsec()),
             modified: meta.modified().ok(),
-        })
+        }
     }
 }
 
 impl ParsedFile {
+    /// Reads the file at `path`, stamped `stamp` at `read_at`; parses it
+    /// (counted in `set`) unless its content is what `cached` parsed.
+    fn read(
+        path: &Path,
+        stamp: Option<Stamp>,
+        cached: Option<ParsedFile>,
+        read_at: SystemTime,
+        set: &mut ManifestSet,
+    ) -> ParsedFile {
+        let (content, bytes) = match fs::read(path) {
+            Ok(bytes) => (Some(content_hash(&bytes)), Ok(bytes)),
+            Err(err) => (None, Err(err)),
+        };
+        let entries = match cached.filter(|c| c.content.is_some() && c.content == content) {
+            Some(same) => same.entries,
+            None => {
+                set.parsed += 1;
+                parse_read(path, bytes)
+            }
+        };
+        ParsedFile {
+            stamp,
+            read_at,
+            content,
+            entries,
+        }
+    }
+
     /// Whether this parse is still the content of a file stamped `now`.
     fn is_current(&self, now: &Stamp) -> bool {
         let settled = now
@@ -206,6 +247,10 @@ impl ManifestReader {
     /// Reads `dir` as [`load_dir`] does, parsing only the files that changed
     /// since the last read.
     pub fn read(&mut self, dir: &Path) -> Result<ManifestSet, ManifestError> {
+        #[cfg(test)]
+        {
+            self.whole_reads += 1;
+        }
         let read_at = SystemTime::now();
         let mut loader = Loader::default();
         let mut parsed = BTreeMap::new();
@@ -213,32 +258,15 @@ impl ManifestReader {
             let stamp = Stamp::of(&path);
             let file = match (self.parsed.remove(&path), &stamp) {
                 (Some(cached), Some(now)) if cached.is_current(now) => cached,
-                (cached, _) => {
-                    let (content, bytes) = match fs::read(&path) {
-                        Ok(bytes) => (Some(content_hash(&bytes)), Ok(bytes)),
-                        Err(err) => (None, Err(err)),
-                    };
-                    let entries =
-                        match cached.filter(|c| c.content.is_some() && c.content == content) {
-                            Some(same) => same.entries,
-                            None => {
-                                loader.set.parsed += 1;
-                                parse_read(&path, bytes)
-                            }
-                        };
-                    ParsedFile {
-                        stamp,
-                        read_at,
-                        content,
-                        entries,
-                    }
-                }
+                (cached, _) => ParsedFile::read(&path, stamp, cached, read_at, &mut loader.set),
             };
             loader.add_file(&path, &file.entries);
             parsed.insert(path, file);
         }
         self.parsed = parsed;
-        Ok(loader.set)
+        let set = loader.set.clone();
+        self.last = Some(loader);
+        Ok(set)
     }
 }
 
@@ -263,6 +291,9 @@ fn manifest_files(dir: &Path, loader: &mut Loader) -> Result<Vec<PathBuf>, Manif
         .into_iter()
         .filter_entry(|entry| entry.depth() == 0 || !is_hidden(entry));
     for entry in walk {
+        if entry.as_ref().is_ok_and(DirEntry::path_is_symlink) {
+            loader.links = true;
+        }
         match entry {
             Ok(entry) if entry.file_type().is_file() && is_manifest(entry.path()) => {
                 files.push(entry.into_path());
@@ -298,6 +329,11 @@ pub fn is_manifest(path: &Path) -> bool {
 struct Loader {
     set: ManifestSet,
     defined_at: BTreeMap<ObjectRef, (PathBuf, u64)>,
+    /// Some directory below the root could not be walked (its problem is
+    /// among the set's).
+    walk_problems: bool,
+    /// The walk followed a symbolic link.
+    links: bool,
 }
 
 /// A hash of a file's content, to tell whether it changed since it was
@@ -338,6 +374,14 @@ fn parse_read(path: &Path, read: io::Result<Vec<u8>>) -> Vec<Entry> {
 
 impl Loader {
     fn add_file(&mut self, path: &Path, entries: &[Entry]) {
+        self.count_file(entries, |loader, object, line| {
+            loader.add(path, line, object.clone());
+        });
+    }
+
+    /// Counts a file read, its ignored documents and its problems, in
+    /// document order with what `object` does with each object.
+    fn count_file(&mut self, entries: &[Entry], mut object: impl FnMut(&mut Self, &Object, u64)) {
         let unreadable = matches!(
             entries,
             [Entry::Problem(Problem {
@@ -350,7 +394,7 @@ impl Loader {
         }
         for entry in entries {
             match entry {
-                Entry::Object { object, line } => self.add(path, *line, object.clone()),
+                Entry::Object { object: o, line } => object(self, o, *line),
                 Entry::Ignored => self.set.ignored += 1,
                 Entry::Problem(problem) => self.set.problems.push(problem.clone()),
             }
@@ -379,6 +423,7 @@ impl Loader {
     }
 
     fn walk_problem(&mut self, dir: &Path, err: &walkdir::Error) {
+        self.walk_problems = true;
         let path = err.path().unwrap_or(dir);
         let message = match err.loop_ancestor() {
             Some(ancestor) => format!(

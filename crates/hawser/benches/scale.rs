@@ -18,7 +18,7 @@
 //!
 //! ```sh
 //! cargo bench -p hawser --bench scale [-- --ingresses 3000 --services 50 --clients 8 --changes 20]
-//!                                         [--cluster] [--baseline PATH-TO-ANOTHER-HAWSER]
+//!                                         [--cluster] [--baseline PATH-TO-ANOTHER-HAWSER] [--log PATH]
 //! ```
 //!
 //! Local mode (the default) writes each change as a file renamed into the
@@ -72,6 +72,8 @@ struct Options {
     changes: usize,
     cluster: bool,
     baseline: Option<PathBuf>,
+    /// Where to write what hawser logged (its phases, change by change).
+    log: Option<PathBuf>,
 }
 
 impl Options {
@@ -83,6 +85,7 @@ impl Options {
             changes: 20,
             cluster: false,
             baseline: None,
+            log: None,
         };
         let args: Vec<String> = std::env::args().collect();
         options.cluster = args.iter().any(|a| a == "--cluster");
@@ -94,6 +97,7 @@ impl Options {
                 "--clients" => options.clients = value(),
                 "--changes" => options.changes = value(),
                 "--baseline" => options.baseline = Some(PathBuf::from(&pair[1])),
+                "--log" => options.log = Some(PathBuf::from(&pair[1])),
                 _ => {}
             }
         }
@@ -267,6 +271,9 @@ async fn measure(options: &Options, binary: Option<PathBuf>) -> String {
     let report = load.stop().await;
     let alone_report = alone_load.stop().await;
     let rss = peak_rss_mib(run.pid());
+    if let Some(path) = &options.log {
+        std::fs::write(path, run.output()).expect("write the log");
+    }
     let mut out = String::new();
     writeln!(
         out,
@@ -583,6 +590,16 @@ impl Deployment {
             Deployment::Cluster { agent, .. } => {
                 MasterCli::new(agent.state_dir().join("run/master.sock"))
             }
+        }
+    }
+
+    /// What hawser logged: `hawser run`'s, or the controller's then the agent's.
+    fn output(&self) -> String {
+        match self {
+            Deployment::Local(run) => run.output(),
+            Deployment::Cluster {
+                agent, controller, ..
+            } => format!("{}\n{}", controller.output(), agent.output()),
         }
     }
 

@@ -188,3 +188,62 @@ fn a_manifest_that_may_come_back_waits_and_a_complete_one_does_not() {
         None
     );
 }
+
+#[test]
+fn events_name_the_files_to_read_again_or_ask_for_everything() {
+    use notify::event::CreateKind;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join("team")).unwrap();
+    std::fs::write(root.join("README.md"), "").unwrap();
+    let event = |kind: EventKind, path: PathBuf| {
+        FileEvent::of(notify::Event::new(kind).add_path(path)).unwrap()
+    };
+    let renamed = |mode| EventKind::Modify(ModifyKind::Name(mode));
+    let after = |events: &[FileEvent]| {
+        let mut changed = Changed::Files(BTreeSet::new());
+        for e in events {
+            changed.add(root, e);
+        }
+        match changed {
+            Changed::Files(files) => Some(files),
+            Changed::Everything => None,
+        }
+    };
+
+    // A file written beside its place, hidden, then renamed into it: the
+    // manifest alone is read again.
+    let tmp = root.join(".app.yaml.tmp");
+    let app = root.join("app.yaml");
+    let written = [
+        event(EventKind::Create(CreateKind::File), tmp.clone()),
+        event(renamed(RenameMode::From), tmp),
+        event(renamed(RenameMode::To), app.clone()),
+    ];
+    assert_eq!(after(&written), Some([app.clone()].into()));
+    // A file that is no manifest, still there.
+    let readme = event(
+        EventKind::Modify(ModifyKind::Data(notify::event::DataChange::Any)),
+        root.join("README.md"),
+    );
+    assert_eq!(after(&[readme]), Some(BTreeSet::new()));
+    // A directory; an entry gone whose kind is not known (a directory
+    // renamed away?); a directory removed; events the system dropped.
+    assert_eq!(
+        after(&[event(renamed(RenameMode::To), root.join("team"))]),
+        None
+    );
+    assert_eq!(
+        after(&[event(renamed(RenameMode::From), root.join("gone"))]),
+        None
+    );
+    assert_eq!(
+        after(&[event(
+            EventKind::Remove(RemoveKind::Folder),
+            root.join("x.yaml")
+        )]),
+        None
+    );
+    let dropped = notify::Event::new(EventKind::Other).set_flag(notify::event::Flag::Rescan);
+    assert_eq!(after(&[FileEvent::of(dropped).unwrap()]), None);
+}
