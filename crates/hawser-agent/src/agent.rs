@@ -224,12 +224,17 @@ impl Running {
 
 /// Where one apply's time went, for its log line: staging the tree (files
 /// written and synced), checking it (policy and `haproxy -c`), and changing
-/// HAProxy (runtime commands, or the reload after its pacing).
+/// HAProxy (runtime commands, or the reload after its pacing); and, for a
+/// change at runtime, how long after the version arrived its commands began
+/// (the diff and hawser's typed checks: what a change waits for inside the
+/// agent before traffic can see it).
 #[derive(Debug, Default)]
 struct Phases {
     stage: Duration,
     check: Duration,
     change: Duration,
+    until_change: Option<Duration>,
+    began: Option<Instant>,
 }
 
 struct Core {
@@ -536,7 +541,10 @@ impl Core {
         let started = Instant::now();
         self.status
             .send_modify(|s| s.desired_generation = Some(desired.generation));
-        let mut phases = Phases::default();
+        let mut phases = Phases {
+            began: Some(started),
+            ..Phases::default()
+        };
         let result = self.try_apply(&desired, newer, &mut phases).await;
         let (kind, summary, error) = match result {
             Ok(Some((kind, summary))) => {
@@ -577,6 +585,7 @@ impl Core {
                 stage_ms = phases.stage.as_millis() as u64,
                 check_ms = phases.check.as_millis() as u64,
                 change_ms = phases.change.as_millis() as u64,
+                until_change_ms = phases.until_change.map(|d| d.as_millis() as u64),
                 "applied: {}",
                 outcome.summary
             );
