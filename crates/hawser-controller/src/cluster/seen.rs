@@ -29,6 +29,13 @@ pub struct Effect {
 #[derive(Debug)]
 pub struct Cluster {
     objects: BTreeMap<ObjectRef, Object>,
+    /// What renders read: `objects` less the Secrets held without data,
+    /// brought up to date by the objects touched since the last snapshot
+    /// (`touched`) instead of built anew, which cloned every object on
+    /// every render. Its maps share their nodes with every snapshot handed
+    /// out, so a snapshot costs no copy.
+    store: Store,
+    touched: BTreeSet<ObjectRef>,
     malformed: BTreeMap<ObjectRef, String>,
     /// Relists in progress: what each has listed so far.
     relists: BTreeMap<Scope, Vec<Item>>,
@@ -46,6 +53,8 @@ impl Cluster {
     pub fn new(scopes: Vec<Scope>, kept: BTreeSet<ObjectKey>) -> Self {
         Cluster {
             objects: BTreeMap::new(),
+            store: Store::new(),
+            touched: BTreeSet::new(),
             malformed: BTreeMap::new(),
             relists: BTreeMap::new(),
             watches: scopes
@@ -78,8 +87,9 @@ impl Cluster {
                         self.fetch_failures.remove(&key);
                         if self.dropped.contains(&key) && self.referenced.contains(&key) {
                             self.dropped.remove(&key);
-                            self.objects
-                                .insert(ObjectRef::new(Kind::Secret, key), Object::Secret(secret));
+                            let object_ref = ObjectRef::new(Kind::Secret, key);
+                            self.touched.insert(object_ref.clone());
+                            self.objects.insert(object_ref, Object::Secret(secret));
                         }
                     }
                     // Deleted meanwhile: its watch says so too.
@@ -201,6 +211,9 @@ impl Cluster {
                 if was_malformed || self.objects.get(&object_ref) != Some(&object) {
                     effect.changed = true;
                 }
+                // Touched even when equal: whether a Secret is held
+                // without data may have changed alone.
+                self.touched.insert(object_ref.clone());
                 self.objects.insert(object_ref, object);
                 is_ingress
             }
@@ -218,6 +231,7 @@ impl Cluster {
         effect.changed = true;
         self.malformed.remove(object);
         let removed = self.objects.remove(object).is_some();
+        self.touched.insert(object.clone());
         if object.kind == Kind::Secret {
             self.dropped.remove(&object.key);
             self.fetch_failures.remove(&object.key);
@@ -235,12 +249,13 @@ impl Cluster {
 
     /// Drops the data of every Secret no Ingress refers to.
     fn drop_unreferenced_data(&mut self) {
-        for object in self.objects.values_mut() {
+        for (object_ref, object) in &mut self.objects {
             if let Object::Secret(secret) = object
                 && !self.referenced.contains(&secret.key)
             {
                 secret.drop_data();
                 self.dropped.insert(secret.key.clone());
+                self.touched.insert(object_ref.clone());
             }
         }
     }
@@ -314,6 +329,7 @@ impl Cluster {
             if let Some(Object::Secret(secret)) = self.objects.get_mut(&object_ref) {
                 secret.drop_data();
                 self.dropped.insert(key.clone());
+                self.touched.insert(object_ref);
             }
         }
         for key in referenced.difference(&self.referenced) {
@@ -325,14 +341,18 @@ impl Cluster {
     }
 
     /// The store to render, and what could not be used.
-    pub fn snapshot(&self) -> (Store, Vec<String>) {
-        let mut store = Store::new();
-        for (object_ref, object) in &self.objects {
-            if object_ref.kind == Kind::Secret && self.dropped.contains(&object_ref.key) {
-                continue;
+    pub fn snapshot(&mut self) -> (Store, Vec<String>) {
+        for object_ref in std::mem::take(&mut self.touched) {
+            match self.objects.get(&object_ref) {
+                Some(object) if !self.held_without_data(&object_ref) => {
+                    self.store.insert(object.clone());
+                }
+                _ => {
+                    self.store.remove(&object_ref);
+                }
             }
-            store.insert(object.clone());
         }
+        let store = self.store.clone();
         let mut problems: Vec<String> = self
             .malformed
             .iter()
@@ -344,6 +364,11 @@ impl Cluster {
                 .map(|(key, reason)| format!("Secret {key}: cannot read it: {reason}")),
         );
         (store, problems)
+    }
+
+    /// A Secret kept without its data, which renders do not see.
+    fn held_without_data(&self, object: &ObjectRef) -> bool {
+        object.kind == Kind::Secret && self.dropped.contains(&object.key)
     }
 
     pub fn status(&self) -> ClusterStatus {
