@@ -170,6 +170,7 @@ impl ControlService {
     }
 
     async fn apply_inner(&self, request: v1::ApplyRequest) -> Result<v1::ApplyResponse, Status> {
+        let received = std::time::Instant::now();
         check_shape(&request)?;
         let mut fenced = self.fenced.lock().await;
         let refuse = |outcome: v1::Outcome, message: String, fenced: &Fenced| {
@@ -237,6 +238,9 @@ impl ControlService {
             epoch = request.epoch,
             controller = request.controller,
             blobs = request.blobs.len(),
+            // Digests checked, files and the plan decoded: what a version
+            // waits for before the agent applies it.
+            resolve_ms = received.elapsed().as_millis() as u64,
             "apply accepted"
         );
         let mut outcomes = self.agent.outcomes();

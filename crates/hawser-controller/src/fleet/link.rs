@@ -259,6 +259,7 @@ impl Link {
         let settings: BTreeMap<String, String> =
             state.render_settings.clone().into_iter().collect();
         self.renders.asked_by(&self.key, &settings);
+        let building = std::time::Instant::now();
         let built = match self.renders.build(&snapshot, &settings) {
             Ok(built) => built,
             Err(error) => {
@@ -270,6 +271,7 @@ impl Link {
                 return true;
             }
         };
+        let build_time = building.elapsed();
         let held = built.held_by(&state);
         let leading = *self.config.leader.borrow();
         self.update(|a| {
@@ -322,7 +324,7 @@ impl Link {
         .await
         {
             Ok((response, sent)) => {
-                self.record(&response, sent, started.elapsed());
+                self.record(&response, sent, build_time, started.elapsed());
                 true
             }
             Err(status) => {
@@ -338,7 +340,16 @@ impl Link {
         }
     }
 
-    fn record(&self, response: &v1::ApplyResponse, sent: Sent, took: std::time::Duration) {
+    /// Notes a push's outcome; `build`: the time the agent's render took to
+    /// be made ready for the wire (digests, the plan encoded), `took`: the
+    /// push itself, the agent's apply included.
+    fn record(
+        &self,
+        response: &v1::ApplyResponse,
+        sent: Sent,
+        build: std::time::Duration,
+        took: std::time::Duration,
+    ) {
         let result = response.result.clone().unwrap_or_default();
         let outcome = result.outcome();
         info!(
@@ -346,6 +357,8 @@ impl Link {
             generation = result.generation,
             files = sent.files,
             bytes = sent.bytes,
+            build_ms = build.as_millis() as u64,
+            push_ms = took.as_millis() as u64,
             "pushed: {}",
             outcome.label()
         );
