@@ -443,46 +443,6 @@ fn route_keys(route: &Route) -> Vec<(RouteMap, String)> {
     keys
 }
 
-/// An Exact entry replaces a Prefix one for the same key; otherwise the first claim stays.
-fn claim_exact(
-    map: &mut BTreeMap<String, Target>,
-    key: String,
-    target: Target,
-    diags: &mut Diagnostics,
-) {
-    if let Some(existing) = map.get(&key)
-        && target.exact_type
-        && !existing.exact_type
-    {
-        map.insert(key, target);
-        return;
-    }
-    if !target.exact_type && map.get(&key).is_some_and(|existing| existing.exact_type) {
-        return; // an Exact path outranks this prefix at the same path; not a conflict
-    }
-    claim(map, key, target, diags);
-}
-
-fn claim(map: &mut BTreeMap<String, Target>, key: String, target: Target, diags: &mut Diagnostics) {
-    match map.get(&key) {
-        None => {
-            map.insert(key, target);
-        }
-        Some(existing) if existing.backend == target.backend => {}
-        Some(existing) if existing.owner == target.owner => {
-            let message = format!("route {key:?} is given twice; the first one is served");
-            diags.warn(&target.owner, message);
-        }
-        Some(existing) => {
-            let message = format!(
-                "route {key:?} is already claimed by older {}; that one is served",
-                existing.owner
-            );
-            diags.warn(&target.owner, message);
-        }
-    }
-}
-
 fn set_default_backend(
     table: &mut RouteTable,
     object: &ObjectRef,
@@ -533,8 +493,10 @@ fn add_tls(
 
 mod aliases;
 mod canary;
+mod claims;
 use aliases::{add_alias_routes, add_www_redirects, alias_routes};
 pub(crate) use canary::{CanaryView, canary_maps};
+use claims::{claim, claim_exact};
 mod regex;
 mod served;
 #[cfg(test)]
