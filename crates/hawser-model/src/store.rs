@@ -84,6 +84,9 @@ pub struct Store {
     config_maps: OrdMap<ObjectKey, ConfigMap>,
     /// The kinds a configuration adds (`watch.extraResources`).
     pub extra: ExtraResources,
+    /// Shared by a store and its copies, new in a store built from nothing
+    /// (see [`Store::is_copy_of`]).
+    lineage: Arc<()>,
 }
 
 impl Store {
@@ -238,6 +241,13 @@ impl Store {
     /// The slices labelled with this service's name, in name order.
     pub fn endpoint_slices_for(&self, service: &ObjectKey) -> impl Iterator<Item = &EndpointSlice> {
         self.shared_endpoint_slices_for(service).map(Arc::as_ref)
+    }
+
+    /// Whether one of the two stores is a copy of the other (changed since
+    /// or not), rather than built from nothing: only then can they share
+    /// objects.
+    pub fn is_copy_of(&self, other: &Store) -> bool {
+        Arc::ptr_eq(&self.lineage, &other.lineage)
     }
 
     /// Whether `other` is a copy of this store in which no Service and no

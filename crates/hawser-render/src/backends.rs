@@ -260,7 +260,8 @@ pub(crate) fn backend_plans(
                 server.proto = settings.features.proto().map(str::to_string);
             }
             // Made of the Service and its EndpointSlices alone, nothing reported.
-            let alone = settings.features.ca.is_none()
+            let alone = reuse.keeping()
+                && settings.features.ca.is_none()
                 && diags.len() == reported
                 && !service_warnings.contains_key(&service_ref);
             if alone {

@@ -25,6 +25,13 @@
 //! every plan kept is reused without looking its objects up: the lookups
 //! cost about as much as making the plan.
 //!
+//! Keeping costs a copy of each plan, about a seventh of a render of
+//! 10,000 Ingresses, which only reuse pays back, and only a store that is a
+//! copy of the last one (sharing its objects) can reuse anything. So plans
+//! are kept only by a render of a copy of the store the last render read
+//! (`Store::is_copy_of`): never by a renderer's first render, nor for a
+//! source that builds each store from nothing.
+//!
 //! What is kept is what the last render used, no more: a backend no route
 //! names any longer is forgotten with that render. Renders on several
 //! threads with one renderer each take what is kept at their start (the
@@ -41,11 +48,19 @@ use hawser_plan::BackendPlan;
 
 use super::BackendKey;
 
-/// The backend plans the last render made, by their key, and the store
-/// it rendered (a copy shares the store's objects, so it costs little).
+/// What the last render kept.
 #[derive(Default)]
 pub(crate) struct KeptBackends {
-    last: Mutex<(HashMap<BackendKey, Kept>, Option<Store>)>,
+    last: Mutex<Last>,
+}
+
+#[derive(Default)]
+struct Last {
+    /// The backend plans it made or reused, by their key.
+    plans: HashMap<BackendKey, Kept>,
+    /// The store it rendered (a copy shares the store's objects, so it
+    /// costs little); none before the first render.
+    store: Option<Store>,
 }
 
 /// A plan and what it was made of.
@@ -77,35 +92,45 @@ pub(crate) struct BackendReuse {
     next: HashMap<BackendKey, Kept>,
     /// No Service and no EndpointSlice changed since the last render.
     unchanged: bool,
+    /// The store is a copy of the last one: plans made are worth keeping.
+    keeping: bool,
 }
 
 impl KeptBackends {
     /// What the last render kept, for this one's `store` (nothing while
     /// another render holds it).
     pub(crate) fn take(&self, store: &Store) -> BackendReuse {
-        let (last, rendered) = self
+        let last = self
             .last
             .lock()
             .map(|mut last| std::mem::take(&mut *last))
             .unwrap_or_default();
         BackendReuse {
-            next: HashMap::with_capacity(last.len()),
-            last,
-            unchanged: rendered.is_some_and(|r| r.shares_services_and_endpoints(store)),
+            next: HashMap::with_capacity(last.plans.len()),
+            unchanged: last
+                .store
+                .as_ref()
+                .is_some_and(|r| r.shares_services_and_endpoints(store)),
+            keeping: last.store.as_ref().is_some_and(|r| r.is_copy_of(store)),
+            last: last.plans,
         }
     }
 
-    /// Keeps what `reuse`'s render of `store` made or reused, for the next one.
+    /// Keeps what `reuse`'s render of `store` made or reused, for the next
+    /// one.
     pub(crate) fn keep(&self, reuse: BackendReuse, store: &Store) {
         if let Ok(mut last) = self.last.lock() {
-            *last = (reuse.next, Some(store.clone()));
+            *last = Last {
+                plans: reuse.next,
+                store: Some(store.clone()),
+            };
         }
     }
 }
 
 impl std::fmt::Debug for KeptBackends {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kept = self.last.lock().map(|last| last.0.len()).unwrap_or(0);
+        let kept = self.last.lock().map(|last| last.plans.len()).unwrap_or(0);
         f.debug_struct("KeptBackends").field("kept", &kept).finish()
     }
 }
@@ -131,6 +156,12 @@ impl BackendReuse {
         let plan = kept.plan.clone();
         self.next.insert(key, kept);
         Some(plan)
+    }
+
+    /// Whether plans made in this render are worth keeping (see the
+    /// module's header); a render asks before it copies one.
+    pub(crate) fn keeping(&self) -> bool {
+        self.keeping
     }
 
     /// Keeps `plan`, made for `key` of the Service `service` and its
