@@ -6,8 +6,6 @@
 //! copies only the O(log n) path to it. The admission webhook judges each
 //! candidate on such a clone of the controller's snapshot.
 
-use std::sync::Arc;
-
 use imbl::{OrdMap, OrdSet};
 
 use crate::{
@@ -66,11 +64,8 @@ impl Object {
 pub struct Store {
     ingresses: OrdMap<ObjectKey, Ingress>,
     ingress_classes: OrdMap<String, IngressClass>,
-    /// Services and EndpointSlices each behind an `Arc`, which a copy of
-    /// the store shares: whoever keeps one (a renderer keeping what it made
-    /// of it) knows the same `Arc` in a later store for the same object.
-    services: OrdMap<ObjectKey, Arc<Service>>,
-    endpoint_slices: OrdMap<ObjectKey, Arc<EndpointSlice>>,
+    services: OrdMap<ObjectKey, Service>,
+    endpoint_slices: OrdMap<ObjectKey, EndpointSlice>,
     slices_by_service: OrdMap<ObjectKey, OrdSet<ObjectKey>>,
     secrets: OrdMap<ObjectKey, Secret>,
     namespaces: OrdMap<String, Namespace>,
@@ -84,9 +79,6 @@ pub struct Store {
     config_maps: OrdMap<ObjectKey, ConfigMap>,
     /// The kinds a configuration adds (`watch.extraResources`).
     pub extra: ExtraResources,
-    /// Shared by a store and its copies, new in a store built from nothing
-    /// (see [`Store::is_copy_of`]).
-    lineage: Arc<()>,
 }
 
 impl Store {
@@ -105,7 +97,7 @@ impl Store {
                 self.ingress_classes.insert(o.name.clone(), o);
             }
             Object::Service(o) => {
-                self.services.insert(o.key.clone(), Arc::new(o));
+                self.services.insert(o.key.clone(), o);
             }
             Object::EndpointSlice(o) => {
                 if let Some(service) = slice_service(&o) {
@@ -114,7 +106,7 @@ impl Store {
                         .or_default()
                         .insert(o.key.clone());
                 }
-                self.endpoint_slices.insert(o.key.clone(), Arc::new(o));
+                self.endpoint_slices.insert(o.key.clone(), o);
             }
             Object::Secret(o) => {
                 self.secrets.insert(o.key.clone(), o);
@@ -159,10 +151,7 @@ impl Store {
                 .ingress_classes
                 .remove(&key.name)
                 .map(Object::IngressClass),
-            Kind::Service => self
-                .services
-                .remove(key)
-                .map(|o| Object::Service(Arc::unwrap_or_clone(o))),
+            Kind::Service => self.services.remove(key).map(Object::Service),
             Kind::EndpointSlice => {
                 let slice = self.endpoint_slices.remove(key)?;
                 if let Some(service) = slice_service(&slice)
@@ -173,7 +162,7 @@ impl Store {
                         self.slices_by_service.remove(&service);
                     }
                 }
-                Some(Object::EndpointSlice(Arc::unwrap_or_clone(slice)))
+                Some(Object::EndpointSlice(slice))
             }
             Kind::Secret => self.secrets.remove(key).map(Object::Secret),
             Kind::Namespace => self.namespaces.remove(&key.name).map(Object::Namespace),
@@ -225,51 +214,31 @@ impl Store {
     }
 
     pub fn service(&self, key: &ObjectKey) -> Option<&Service> {
-        self.services.get(key).map(Arc::as_ref)
-    }
-
-    /// The Service as the store shares it: the same `Arc` as long as the
-    /// object is not replaced.
-    pub fn shared_service(&self, key: &ObjectKey) -> Option<&Arc<Service>> {
         self.services.get(key)
     }
 
     pub fn services(&self) -> impl Iterator<Item = &Service> {
-        self.services.values().map(Arc::as_ref)
+        self.services.values()
     }
 
     /// The slices labelled with this service's name, in name order.
     pub fn endpoint_slices_for(&self, service: &ObjectKey) -> impl Iterator<Item = &EndpointSlice> {
-        self.shared_endpoint_slices_for(service).map(Arc::as_ref)
-    }
-
-    /// Whether one of the two stores is a copy of the other (changed since
-    /// or not), rather than built from nothing: only then can they share
-    /// objects.
-    pub fn is_copy_of(&self, other: &Store) -> bool {
-        Arc::ptr_eq(&self.lineage, &other.lineage)
-    }
-
-    /// Whether `other` is a copy of this store in which no Service and no
-    /// EndpointSlice was inserted or removed since (it may differ in any
-    /// other kind). Checked in constant time, by the maps' shared nodes: it
-    /// may say no of two stores with equal Services and EndpointSlices.
-    pub fn shares_services_and_endpoints(&self, other: &Store) -> bool {
-        self.services.ptr_eq(&other.services)
-            && self.endpoint_slices.ptr_eq(&other.endpoint_slices)
-            && self.slices_by_service.ptr_eq(&other.slices_by_service)
-    }
-
-    /// [`Store::endpoint_slices_for`], as the store shares them.
-    pub fn shared_endpoint_slices_for(
-        &self,
-        service: &ObjectKey,
-    ) -> impl Iterator<Item = &Arc<EndpointSlice>> {
         self.slices_by_service
             .get(service)
             .into_iter()
             .flatten()
             .filter_map(|key| self.endpoint_slices.get(key))
+    }
+
+    /// Whether `other` is a copy of this store in which no Service and no
+    /// EndpointSlice was inserted or removed since (it may differ in any
+    /// other kind). Checked in constant time, by the maps' shared nodes
+    /// (a map changes by copying what it changes, never in place): it may
+    /// say no of two stores with equal Services and EndpointSlices.
+    pub fn shares_services_and_endpoints(&self, other: &Store) -> bool {
+        self.services.ptr_eq(&other.services)
+            && self.endpoint_slices.ptr_eq(&other.endpoint_slices)
+            && self.slices_by_service.ptr_eq(&other.slices_by_service)
     }
 
     pub fn secret(&self, key: &ObjectKey) -> Option<&Secret> {

@@ -205,10 +205,10 @@ pub(crate) fn backend_plans(
     let mut plans: Vec<BackendPlan> = referenced
         .iter()
         .map(|(key, referrer)| {
-            let service_key = ObjectKey::new(&key.namespace, &key.service);
-            if let Some(kept) = reuse.reuse(key, &service_key, store) {
+            if let Some(kept) = reuse.reuse(key) {
                 return kept;
             }
+            let service_key = ObjectKey::new(&key.namespace, &key.service);
             let service = store.service(&service_key);
             let mut plan = BackendPlan {
                 name: key.name(),
@@ -265,7 +265,7 @@ pub(crate) fn backend_plans(
                 && diags.len() == reported
                 && !service_warnings.contains_key(&service_ref);
             if alone {
-                reuse.keep(key, &service.key, store, &plan);
+                reuse.keep(key, &plan);
             }
             plan
         })

@@ -1,10 +1,10 @@
-//! Backend plans kept from the last render, reused by the next one when
-//! what they were made of has not changed: a change of one Service or one
-//! Ingress then remakes one backend, not all of them.
+//! Backend plans kept from the last render, reused by the next one when no
+//! Service and no EndpointSlice changed in between: a change of Ingresses
+//! alone then makes no backend plan again.
 //!
 //! ```text
 //! render start ── take ──▶ BackendReuse { last } ── reuse / keep, per backend ──▶ { next }
-//! render end   ◀── keep ── next (the plans this render made or reused)
+//! render end   ◀── keep ── next (the plans this render made or reused), and its store
 //! ```
 //!
 //! A plan of [`backend_plans`](super::backend_plans) is a function of its
@@ -13,24 +13,20 @@
 //! settings, which never change for one renderer; and so is whether its
 //! making reports anything. A plan is kept only when its making read
 //! nothing else (no CA Secret) and reported nothing (no diagnostic to
-//! replay), and reused only when the Service and its EndpointSlices are
-//! the ones it was made of: the very objects, which the store shares
-//! behind `Arc`s. The plan keeps them, so an `Arc` found again at the same
-//! address is the same object, never a new one in reused memory; and the
-//! store never changes an object in place, it replaces it. So the reused
-//! plan is the one a new render would make. (Comparing the objects by
-//! equality instead cost as much as making the plan.) When no Service and
-//! no EndpointSlice changed at all since the last render (its store and
-//! this one share them whole, see `Store::shares_services_and_endpoints`),
-//! every plan kept is reused without looking its objects up: the lookups
-//! cost about as much as making the plan.
+//! replay). Kept plans are reused only when the store rendered is a copy of
+//! the last render's in which no Service and no EndpointSlice changed
+//! (`Store::shares_services_and_endpoints`, which the copy of the last
+//! store kept here makes sound: its maps stay alive, so a shared map is
+//! the same map, never a new one in reused memory). Then every plan a new
+//! render would make from them is the one kept.
 //!
-//! Keeping costs a copy of each plan, about a seventh of a render of
-//! 10,000 Ingresses, which only reuse pays back, and only a store that is a
-//! copy of the last one (sharing its objects) can reuse anything. So plans
-//! are kept only by a render of a copy of the store the last render read
-//! (`Store::is_copy_of`): never by a renderer's first render, nor for a
-//! source that builds each store from nothing.
+//! Plans are kept only by such a render too. Keeping copies every plan,
+//! about a seventh of a render of 10,000 Ingresses, and comparing each
+//! plan's Service and EndpointSlices one by one after a change of some
+//! cost as much as making the plans again: a render after endpoint churn,
+//! a renderer's first render and a store built from nothing neither keep
+//! nor reuse; from the second render in a row that changes no Service and
+//! no EndpointSlice, plans are reused.
 //!
 //! What is kept is what the last render used, no more: a backend no route
 //! names any longer is forgotten with that render. Renders on several
@@ -41,9 +37,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use std::sync::Arc;
-
-use hawser_model::{EndpointSlice, ObjectKey, Service, Store};
+use hawser_model::Store;
 use hawser_plan::BackendPlan;
 
 use super::BackendKey;
@@ -57,43 +51,20 @@ pub(crate) struct KeptBackends {
 #[derive(Default)]
 struct Last {
     /// The backend plans it made or reused, by their key.
-    plans: HashMap<BackendKey, Kept>,
-    /// The store it rendered (a copy shares the store's objects, so it
-    /// costs little); none before the first render.
+    plans: HashMap<BackendKey, BackendPlan>,
+    /// The store it rendered (a copy shares the store's maps, so it costs
+    /// little); none before the first render.
     store: Option<Store>,
-}
-
-/// A plan and what it was made of.
-struct Kept {
-    service: Arc<Service>,
-    slices: Vec<Arc<EndpointSlice>>,
-    plan: BackendPlan,
-}
-
-impl Kept {
-    /// Whether the Service `key` and its EndpointSlices in `store` are the
-    /// very objects this plan was made of.
-    fn made_of(&self, key: &ObjectKey, store: &Store) -> bool {
-        store
-            .shared_service(key)
-            .is_some_and(|service| Arc::ptr_eq(service, &self.service))
-            && store
-                .shared_endpoint_slices_for(key)
-                .map(Arc::as_ptr)
-                .eq(self.slices.iter().map(Arc::as_ptr))
-    }
 }
 
 /// One render's use of the kept plans: those of the last render, and
 /// those it made or reused itself, kept at its end.
 #[derive(Default)]
 pub(crate) struct BackendReuse {
-    last: HashMap<BackendKey, Kept>,
-    next: HashMap<BackendKey, Kept>,
+    last: HashMap<BackendKey, BackendPlan>,
+    next: HashMap<BackendKey, BackendPlan>,
     /// No Service and no EndpointSlice changed since the last render.
     unchanged: bool,
-    /// The store is a copy of the last one: plans made are worth keeping.
-    keeping: bool,
 }
 
 impl KeptBackends {
@@ -105,14 +76,14 @@ impl KeptBackends {
             .lock()
             .map(|mut last| std::mem::take(&mut *last))
             .unwrap_or_default();
+        let unchanged = last
+            .store
+            .as_ref()
+            .is_some_and(|rendered| rendered.shares_services_and_endpoints(store));
         BackendReuse {
-            next: HashMap::with_capacity(last.plans.len()),
-            unchanged: last
-                .store
-                .as_ref()
-                .is_some_and(|r| r.shares_services_and_endpoints(store)),
-            keeping: last.store.as_ref().is_some_and(|r| r.is_copy_of(store)),
+            next: HashMap::with_capacity(if unchanged { last.plans.len() } else { 0 }),
             last: last.plans,
+            unchanged,
         }
     }
 
@@ -136,54 +107,31 @@ impl std::fmt::Debug for KeptBackends {
 }
 
 impl BackendReuse {
-    /// The plan kept for `key`, when it was made of the Service `service`
-    /// and its EndpointSlices in `store`.
-    pub(crate) fn reuse(
-        &mut self,
-        key: &BackendKey,
-        service: &ObjectKey,
-        store: &Store,
-    ) -> Option<BackendPlan> {
-        let made_of = |kept: &Kept| self.unchanged || kept.made_of(service, store);
-        // The h2c and TCP twins of a backend are made from the same key.
-        if let Some(kept) = self.next.get(key) {
-            return made_of(kept).then(|| kept.plan.clone());
-        }
-        let (key, kept) = self.last.remove_entry(key)?;
-        if !made_of(&kept) {
+    /// The plan kept for `key`, when no Service and no EndpointSlice
+    /// changed since it was made.
+    pub(crate) fn reuse(&mut self, key: &BackendKey) -> Option<BackendPlan> {
+        if !self.unchanged {
             return None;
         }
-        let plan = kept.plan.clone();
-        self.next.insert(key, kept);
-        Some(plan)
+        // The h2c and TCP twins of a backend are made from the same key.
+        if let Some(plan) = self.next.get(key) {
+            return Some(plan.clone());
+        }
+        let (key, plan) = self.last.remove_entry(key)?;
+        let reused = plan.clone();
+        self.next.insert(key, plan);
+        Some(reused)
     }
 
     /// Whether plans made in this render are worth keeping (see the
     /// module's header); a render asks before it copies one.
     pub(crate) fn keeping(&self) -> bool {
-        self.keeping
+        self.unchanged
     }
 
-    /// Keeps `plan`, made for `key` of the Service `service` and its
-    /// EndpointSlices in `store` alone, and with nothing reported.
-    pub(crate) fn keep(
-        &mut self,
-        key: &BackendKey,
-        service: &ObjectKey,
-        store: &Store,
-        plan: &BackendPlan,
-    ) {
-        let Some(shared) = store.shared_service(service) else {
-            return;
-        };
-        let kept = Kept {
-            service: Arc::clone(shared),
-            slices: store
-                .shared_endpoint_slices_for(service)
-                .map(Arc::clone)
-                .collect(),
-            plan: plan.clone(),
-        };
-        self.next.insert(key.clone(), kept);
+    /// Keeps `plan`, made for `key` of its Service and EndpointSlices
+    /// alone, and with nothing reported.
+    pub(crate) fn keep(&mut self, key: &BackendKey, plan: &BackendPlan) {
+        self.next.insert(key.clone(), plan.clone());
     }
 }
