@@ -230,6 +230,17 @@ impl Store {
             .filter_map(|key| self.endpoint_slices.get(key))
     }
 
+    /// Whether `other` is a copy of this store in which no Service and no
+    /// EndpointSlice was inserted or removed since (it may differ in any
+    /// other kind). Checked in constant time, by the maps' shared nodes
+    /// (a map changes by copying what it changes, never in place): it may
+    /// say no of two stores with equal Services and EndpointSlices.
+    pub fn shares_services_and_endpoints(&self, other: &Store) -> bool {
+        self.services.ptr_eq(&other.services)
+            && self.endpoint_slices.ptr_eq(&other.endpoint_slices)
+            && self.slices_by_service.ptr_eq(&other.slices_by_service)
+    }
+
     pub fn secret(&self, key: &ObjectKey) -> Option<&Secret> {
         self.secrets.get(key)
     }

@@ -7,6 +7,12 @@
 //! that store and, in turn, of it with one endpoint moved, so that no
 //! render finds the last one's haproxy.cfg reusable.
 //!
+//! Those renders follow one of a store that differs from theirs in one
+//! endpoint, so a renderer reuses what it kept of the objects that did not
+//! change (see `Renderer::render_after`). `render_first/10000` times the first
+//! render of a new renderer, which has nothing kept: a controller's first
+//! render after it starts.
+//!
 //! `render_one_change` renders a store of 3,000 such Ingresses once, then
 //! times the render that follows it (`Renderer::render_after` with the last
 //! plan) of the store with one Ingress changed: a path added to it. The
@@ -16,12 +22,13 @@
 //! ```text
 //! cargo bench -p hawser-render --bench render
 //! cargo bench -p hawser-render --bench render -- render/10000   # one size
+//! cargo bench -p hawser-render --bench render -- render_first     # nothing kept
 //! ```
 
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use hawser_model::{
     IngressBackend, IngressPath, Object, ObjectKey, PathType, ServicePortRef, Store,
 };
@@ -73,6 +80,30 @@ fn render(c: &mut Criterion) {
             });
         });
     }
+    group.finish();
+}
+
+/// The Ingresses of the first-render benchmark.
+const FIRST_SIZE: usize = 10_000;
+
+fn render_first(c: &mut Criterion) {
+    let new_renderer =
+        || Renderer::new(RenderConfig::default()).unwrap_or_else(|e| panic!("default config: {e}"));
+    let store = store(FIRST_SIZE);
+    let mut group = c.benchmark_group("render_first");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(8))
+        .throughput(Throughput::Elements(FIRST_SIZE as u64));
+    group.bench_function(BenchmarkId::from_parameter(FIRST_SIZE), |b| {
+        // A new renderer per render, made and dropped outside the timed part.
+        b.iter_batched_ref(
+            new_renderer,
+            |renderer| renderer.render(black_box(&store)),
+            BatchSize::PerIteration,
+        );
+    });
     group.finish();
 }
 
@@ -150,5 +181,5 @@ fn with_a_path_added(store: &Store, i: usize) -> Store {
     changed
 }
 
-criterion_group!(benches, render, render_one_change);
+criterion_group!(benches, render, render_first, render_one_change);
 criterion_main!(benches);

@@ -21,6 +21,9 @@ use crate::report::Diagnostics;
 use crate::validate;
 use hawser_plan::{BackendMode, BackendPlan, ServerPlan, ServerState};
 
+mod kept;
+pub(crate) use kept::{BackendReuse, KeptBackends};
+
 /// The annotation that picks a Service's balance algorithm.
 pub const BALANCE_ANNOTATION: &str = "hawser.dev/balance";
 /// The annotation that sets a Service's `timeout server`.
@@ -186,11 +189,15 @@ fn with_ca_file(
 
 /// One backend per referenced Service port. A missing Service or port still
 /// gets a backend (with no servers, so HAProxy answers 503) and a warning.
+///
+/// A plan kept from the last render is reused when what it was made of is
+/// unchanged, and a plan made of the Service alone is kept (see `kept`).
 pub(crate) fn backend_plans(
     store: &Store,
     settings: &Settings,
     referenced: &BTreeMap<BackendKey, ObjectRef>,
     ca_files: &mut BTreeMap<String, Vec<u8>>,
+    reuse: &mut BackendReuse,
     diags: &mut Diagnostics,
 ) -> Vec<BackendPlan> {
     let mut rejected_services = BTreeMap::new();
@@ -198,6 +205,11 @@ pub(crate) fn backend_plans(
     let mut plans: Vec<BackendPlan> = referenced
         .iter()
         .map(|(key, referrer)| {
+            if let Some(kept) = reuse.reuse(key) {
+                return kept;
+            }
+            let service_key = ObjectKey::new(&key.namespace, &key.service);
+            let service = store.service(&service_key);
             let mut plan = BackendPlan {
                 name: key.name(),
                 source: key.describe(),
@@ -210,14 +222,14 @@ pub(crate) fn backend_plans(
                 role: Default::default(),
                 service: Some(key.service_port()),
             };
-            let service_key = ObjectKey::new(&key.namespace, &key.service);
-            let Some(service) = store.service(&service_key) else {
+            let Some(service) = service else {
                 diags.warn(
                     referrer,
                     format!("{} does not exist; it answers 503", key.describe()),
                 );
                 return plan;
             };
+            let reported = diags.len();
             let service_ref = ObjectRef::new(Kind::Service, service_key);
             let asked = service_settings(service, &key.overrides, settings, &mut service_warnings)
                 .and_then(|asked| with_ca_file(asked, store, &service.key, ca_files));
@@ -246,6 +258,14 @@ pub(crate) fn backend_plans(
             for server in &mut plan.servers {
                 server.keywords = settings.features.server_keywords(&server.name);
                 server.proto = settings.features.proto().map(str::to_string);
+            }
+            // Made of the Service and its EndpointSlices alone, nothing reported.
+            let alone = reuse.keeping()
+                && settings.features.ca.is_none()
+                && diags.len() == reported
+                && !service_warnings.contains_key(&service_ref);
+            if alone {
+                reuse.keep(key, &plan);
             }
             plan
         })

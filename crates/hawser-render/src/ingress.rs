@@ -26,6 +26,7 @@
 //! lower namespace/name) keeps it and the other gets a warning.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use hawser_model::{Ingress, IngressBackend, Kind, ObjectKey, ObjectRef, PathType, Store};
 
@@ -36,14 +37,18 @@ use crate::report::{Diagnostics, Severity};
 use crate::validate;
 
 /// One entry of a routing map, and who put it there.
+///
+/// The backend name and the owner are shared by every entry of a route
+/// (and the owner by every route of its Ingress): a render makes one or two
+/// entries per path, and cloning their strings for each was much of its time.
 #[derive(Debug, Clone)]
 pub(crate) struct Target {
-    pub backend: String,
+    pub backend: Arc<str>,
     /// The feature set of the owner that holds on this route, if any.
     pub features: Option<String>,
     /// Set for entries from `pathType: Exact`, which outrank Prefix entries.
     pub exact_type: bool,
-    pub owner: ObjectRef,
+    pub owner: Arc<ObjectRef>,
     /// The route's index in its Ingress, when the Ingress rewrites paths.
     pub rewrite: Option<usize>,
     /// The canary Ingress (`namespace/name`) taking a share of the route.
@@ -96,17 +101,33 @@ impl Target {
     /// `;` and the Ingress it comes from (`Ingress/<namespace>/<name>`), which
     /// requests are counted by.
     pub fn map_value(&self) -> String {
-        let backend = &self.backend;
+        use std::fmt::Write;
         let features = self.features.as_deref().unwrap_or_default();
-        let route = match (&self.canary, self.rewrite) {
-            (Some(canary), Some(index)) => format!("{backend}@{features}@{index}@{canary}"),
-            (Some(canary), None) => format!("{backend}@{features}@@{canary}"),
-            (None, Some(index)) => format!("{backend}@{features}@{index}"),
-            (None, None) if self.features.is_some() => format!("{backend}@{features}"),
-            (None, None) => backend.clone(),
-        };
         let owner = &self.owner.key;
-        format!("{route};Ingress/{}/{}", owner.namespace, owner.name)
+        // Written into one string sized ahead: there is one per map entry.
+        let mut value = String::with_capacity(
+            self.backend.len() + features.len() + owner.namespace.len() + owner.name.len() + 24,
+        );
+        value.push_str(&self.backend);
+        if self.features.is_some() || self.rewrite.is_some() || self.canary.is_some() {
+            value.push('@');
+            value.push_str(features);
+        }
+        if self.rewrite.is_some() || self.canary.is_some() {
+            value.push('@');
+            if let Some(index) = self.rewrite {
+                let _ = write!(value, "{index}");
+            }
+        }
+        if let Some(canary) = &self.canary {
+            value.push('@');
+            value.push_str(canary);
+        }
+        value.push_str(";Ingress/");
+        value.push_str(&owner.namespace);
+        value.push('/');
+        value.push_str(&owner.name);
+        value
     }
 }
 
@@ -130,7 +151,7 @@ pub(crate) fn route_table(
 ) -> RouteTable {
     let controller = settings.ingress_controller.as_str();
     let mut table = RouteTable::default();
-    let mut owned: Vec<&Ingress> = Vec::new();
+    let mut owned: Vec<(&Ingress, ObjectRef)> = Vec::new();
     let default_class = store
         .ingress_classes()
         .any(|c| c.controller == controller && c.is_default);
@@ -142,14 +163,14 @@ pub(crate) fn route_table(
                     .ingress_classes()
                     .any(|c| c.name == class && c.controller == controller);
                 if ours {
-                    owned.push(ingress);
+                    owned.push((ingress, object));
                 } else {
                     let why =
                         format!("IngressClass {class:?} is not one with controller {controller:?}");
                     diags.push(Severity::Ignored, &object, why);
                 }
             }
-            None if default_class => owned.push(ingress),
+            None if default_class => owned.push((ingress, object)),
             None => {
                 let why = format!(
                     "it names no IngressClass and no IngressClass with controller {controller:?} is marked default"
@@ -162,7 +183,7 @@ pub(crate) fn route_table(
     // honoured. An object without a creation time (a local manifest) counts
     // as newer than any that has one.
     // Compared borrowed: cloning per comparison allocated n·log n strings.
-    owned.sort_by(|a, b| {
+    owned.sort_by(|(a, _), (b, _)| {
         let (x, y) = (&a.created, &b.created);
         (x.is_none(), x.as_deref())
             .cmp(&(y.is_none(), y.as_deref()))
@@ -173,8 +194,9 @@ pub(crate) fn route_table(
     let mut aliases = Vec::new();
     let mut www = Vec::new();
     let mut regex_hosts = BTreeSet::new();
-    for ingress in owned {
-        let object = ObjectRef::new(Kind::Ingress, ingress.key.clone());
+    for (ingress, object) in owned {
+        // Shared by every map entry the Ingress makes.
+        let object = Arc::new(object);
         let served = served_features(ingress, store, settings, &object, diags).and_then(
             |(features, read)| {
                 let (routes, default_backend) =
@@ -223,7 +245,7 @@ pub(crate) fn route_table(
                     table
                         .backends
                         .entry(backend)
-                        .or_insert_with(|| object.clone());
+                        .or_insert_with(|| ObjectRef::clone(&object));
                 }
                 let client_ca = features.client_auth.as_ref().and_then(|c| c.ca.clone());
                 if features != IngressFeatures::default() {
@@ -347,14 +369,14 @@ fn backend_key(
 
 fn add_routes(
     table: &mut RouteTable,
-    object: &ObjectRef,
+    object: &Arc<ObjectRef>,
     routes: Vec<Route>,
     key: &str,
     features: &IngressFeatures,
     diags: &mut Diagnostics,
 ) {
     for (index, route) in routes.into_iter().enumerate() {
-        let backend = route.backend.name();
+        let backend: Arc<str> = route.backend.name().into();
         let feature_set = features.set_id(key, route.tls_host);
         let rewrite = match (&features.rewrite_target, &feature_set) {
             (Some(target), Some(id)) => {
@@ -374,13 +396,13 @@ fn add_routes(
         table
             .backends
             .entry(route.backend)
-            .or_insert_with(|| object.clone());
+            .or_insert_with(|| ObjectRef::clone(object));
         for (map, key) in keys {
             let target = Target {
-                backend: backend.clone(),
+                backend: Arc::clone(&backend),
                 features: feature_set.clone(),
                 exact_type,
-                owner: object.clone(),
+                owner: Arc::clone(object),
                 rewrite,
                 canary: None,
             };
@@ -419,46 +441,6 @@ fn route_keys(route: &Route) -> Vec<(RouteMap, String)> {
     }
     keys.push((RouteMap::Prefix, format!("{key}/")));
     keys
-}
-
-/// An Exact entry replaces a Prefix one for the same key; otherwise the first claim stays.
-fn claim_exact(
-    map: &mut BTreeMap<String, Target>,
-    key: String,
-    target: Target,
-    diags: &mut Diagnostics,
-) {
-    if let Some(existing) = map.get(&key)
-        && target.exact_type
-        && !existing.exact_type
-    {
-        map.insert(key, target);
-        return;
-    }
-    if !target.exact_type && map.get(&key).is_some_and(|existing| existing.exact_type) {
-        return; // an Exact path outranks this prefix at the same path; not a conflict
-    }
-    claim(map, key, target, diags);
-}
-
-fn claim(map: &mut BTreeMap<String, Target>, key: String, target: Target, diags: &mut Diagnostics) {
-    match map.get(&key) {
-        None => {
-            map.insert(key, target);
-        }
-        Some(existing) if existing.backend == target.backend => {}
-        Some(existing) if existing.owner == target.owner => {
-            let message = format!("route {key:?} is given twice; the first one is served");
-            diags.warn(&target.owner, message);
-        }
-        Some(existing) => {
-            let message = format!(
-                "route {key:?} is already claimed by older {}; that one is served",
-                existing.owner
-            );
-            diags.warn(&target.owner, message);
-        }
-    }
 }
 
 fn set_default_backend(
@@ -511,8 +493,10 @@ fn add_tls(
 
 mod aliases;
 mod canary;
+mod claims;
 use aliases::{add_alias_routes, add_www_redirects, alias_routes};
 pub(crate) use canary::{CanaryView, canary_maps};
+use claims::{claim, claim_exact};
 mod regex;
 mod served;
 #[cfg(test)]

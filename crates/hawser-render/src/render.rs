@@ -7,6 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use minijinja::Environment;
 
+use crate::backends::{BackendReuse, KeptBackends};
 use crate::config::{ConfigError, RenderConfig, Settings};
 use crate::features;
 use crate::gateway::{self, GatewayStatus, GatewayTable};
@@ -114,6 +115,9 @@ pub struct Renderer {
     /// The last haproxy.cfg written, reused by a render with the same
     /// template context.
     memo: ConfigMemo,
+    /// The backend plans of the last render, reused by one whose Service
+    /// and EndpointSlices are the same.
+    kept_backends: KeptBackends,
 }
 
 impl Renderer {
@@ -132,6 +136,7 @@ impl Renderer {
             default_source: "generated",
             fixed_time: None,
             memo: ConfigMemo::default(),
+            kept_backends: KeptBackends::default(),
         })
     }
 
@@ -165,6 +170,10 @@ impl Renderer {
     /// last render handed on): when only Services and servers changed, it
     /// declares the same backends, a new Service served from a spare, so the
     /// change needs no reload (see the `pools` module).
+    ///
+    /// What the renderer kept of its last render (haproxy.cfg, backend
+    /// plans) is reused where what it was made of is unchanged; the result
+    /// is the one a new renderer renders.
     pub fn render_after(
         &self,
         store: &Store,
@@ -210,13 +219,21 @@ impl Renderer {
                 .or_insert_with(|| referrer.clone());
         }
         let mut ca_files = std::mem::take(&mut routes.ca_files);
-        let mut backends =
-            backends::backend_plans(store, settings, &referenced, &mut ca_files, &mut diags);
+        let mut reuse = self.kept_backends.take(store);
+        let mut backends = backends::backend_plans(
+            store,
+            settings,
+            &referenced,
+            &mut ca_files,
+            &mut reuse,
+            &mut diags,
+        );
         backends.extend(h2_backends(
             store,
             settings,
             &gateway_view,
             &mut ca_files,
+            &mut reuse,
             &mut diags,
         ));
         let mut tcp_referenced = gateway_view.tcp_backends.clone();
@@ -228,8 +245,10 @@ impl Renderer {
             settings,
             &tcp_referenced,
             &mut ca_files,
+            &mut reuse,
             &mut diags,
         ));
+        self.kept_backends.keep(reuse, store);
         for (path, pem) in ca_files {
             files.insert(path, FileKind::CaFile, pem);
         }
@@ -380,9 +399,11 @@ fn h2_backends(
     settings: &Settings,
     view: &GatewayView,
     ca_files: &mut BTreeMap<String, Vec<u8>>,
+    reuse: &mut BackendReuse,
     diags: &mut Diagnostics,
 ) -> Vec<BackendPlan> {
-    let mut plans = backends::backend_plans(store, settings, &view.h2_backends, ca_files, diags);
+    let h2 = &view.h2_backends;
+    let mut plans = backends::backend_plans(store, settings, h2, ca_files, reuse, diags);
     for plan in &mut plans {
         plan.name.push_str(gateway_frontends::H2_SUFFIX);
         plan.source.push_str(" over HTTP/2 (h2c)");
@@ -400,9 +421,10 @@ fn tcp_backends(
     settings: &Settings,
     referenced: &BTreeMap<crate::backends::BackendKey, ObjectRef>,
     ca_files: &mut BTreeMap<String, Vec<u8>>,
+    reuse: &mut BackendReuse,
     diags: &mut Diagnostics,
 ) -> Vec<BackendPlan> {
-    let mut plans = backends::backend_plans(store, settings, referenced, ca_files, diags);
+    let mut plans = backends::backend_plans(store, settings, referenced, ca_files, reuse, diags);
     for plan in &mut plans {
         plan.name.push_str(gateway_frontends::TCP_SUFFIX);
         plan.source.push_str(" over TCP");

@@ -56,6 +56,12 @@ impl Diagnostics {
         self.push(Severity::Warning, object, message);
     }
 
+    /// How many were reported so far: a part of a render that adds none
+    /// reported nothing.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
     pub fn finish(mut self) -> Vec<Diagnostic> {
         self.0.sort();
         self.0.dedup();

@@ -3,6 +3,8 @@
 //! host redirected to it). Both give way where a route serves the name
 //! itself, so they run once every Ingress's own routes are in.
 
+use std::sync::Arc;
+
 use hawser_model::{Ingress, ObjectRef, PathType};
 
 use super::{Route, RouteMap, RouteTable, Target, regex, route_keys};
@@ -43,7 +45,7 @@ pub(super) fn alias_routes(
 /// another server has).
 pub(super) fn add_alias_routes(
     table: &mut RouteTable,
-    object: &ObjectRef,
+    object: &Arc<ObjectRef>,
     routes: Vec<(usize, Route)>,
     key: &str,
     features: &IngressFeatures,
@@ -77,10 +79,10 @@ pub(super) fn add_alias_routes(
             targets.insert(
                 entry,
                 Target {
-                    backend: route.backend.name(),
+                    backend: route.backend.name().into(),
                     features: feature_set.clone(),
                     exact_type: route.path_type == PathType::Exact,
-                    owner: object.clone(),
+                    owner: Arc::clone(object),
                     rewrite,
                     canary: None,
                 },

@@ -92,7 +92,7 @@ fn build(store: &Store) -> (RouteTable, Vec<Diagnostic>) {
 /// A map as `key → backend`, for comparing with literals.
 fn entries(map: &BTreeMap<String, Target>) -> Vec<(String, String)> {
     map.iter()
-        .map(|(k, t)| (k.clone(), t.backend.clone()))
+        .map(|(k, t)| (k.clone(), t.backend.to_string()))
         .collect()
 }
 
@@ -275,8 +275,8 @@ fn path_types_make_exact_and_prefix_keys() {
         assert_eq!(keys(&table.exact), exact.to_vec(), "{name}: exact map");
         assert_eq!(keys(&table.prefix), prefix.to_vec(), "{name}: prefix map");
         for target in table.exact.values().chain(table.prefix.values()) {
-            assert_eq!(target.backend, "be_app_web_80", "{name}");
-            assert_eq!(target.owner, ingress_ref("app", "web"), "{name}");
+            assert_eq!(&*target.backend, "be_app_web_80", "{name}");
+            assert_eq!(*target.owner, ingress_ref("app", "web"), "{name}");
         }
         for target in table.exact.values() {
             assert_eq!(target.exact_type, *path_type == Exact, "{name}: exact_type");
@@ -432,13 +432,13 @@ fn conflicts_go_to_the_oldest_then_namespace_and_name() {
         });
         let (table, diags) = build(&store(ingresses));
         assert_eq!(
-            table.exact.get("a.test/foo").map(|t| t.backend.as_str()),
+            table.exact.get("a.test/foo").map(|t| &*t.backend),
             Some(*winner),
             "{name}: exact map"
         );
         if claims[0].3 == Prefix {
             assert_eq!(
-                table.prefix.get("a.test/foo/").map(|t| t.backend.as_str()),
+                table.prefix.get("a.test/foo/").map(|t| &*t.backend),
                 Some(*winner),
                 "{name}: prefix map"
             );

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use hawser_plan::{BackendPlan, MapPlan, Plan, SPARES_MAP_PATH};
 use serde::Serialize;
 
-use super::memo::{ConfigMemo, ContextKey};
+use super::memo::{ConfigMemo, RestKey};
 use super::reads::ContextReads;
 use super::{RenderError, digest};
 use crate::config::Settings;
@@ -159,15 +159,25 @@ impl ConfigWriter<'_> {
             plan: PlanView::of(plan, self.reads),
             rest: &self.rest,
         };
-        let key = ContextKey::of(&context);
-        if let Some((config, structure_digest)) = key.and_then(|key| self.memo.get(key)) {
+        // The context less its backends, which the memo compares itself.
+        let rest = TemplateContext {
+            plan: PlanView {
+                backends: &[],
+                ..PlanView::of(plan, self.reads)
+            },
+            rest: &self.rest,
+        };
+        let key = RestKey::of(&rest);
+        let kept = key.and_then(|key| self.memo.get(key, &plan.backends));
+        if let Some((config, structure_digest)) = kept {
             plan.structure_digest = structure_digest;
             return Ok(config);
         }
         let config = self.template.render(minijinja::value::Serde(&context))?;
         let structure_digest = digest::structure_digest(&config, &plan.backends);
         if let Some(key) = key {
-            self.memo.put(key, &config, &structure_digest);
+            self.memo
+                .put(key, &plan.backends, &config, &structure_digest);
         }
         plan.structure_digest = structure_digest;
         Ok(config)

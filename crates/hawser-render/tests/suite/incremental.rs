@@ -2,11 +2,11 @@
 //! render a new renderer makes of the same store.
 //!
 //! Oracle: after each of many pseudo-random changes (Ingresses added,
-//! removed and changed, Service ports, endpoints, Secrets, settings), one
-//! long-lived renderer renders the store after its last plan, and a
-//! renderer made for that render alone, with nothing kept, renders the same
-//! store after the same plan; every file, the plan (structure digest
-//! included) and the diagnostics must be byte-identical.
+//! removed and changed, Service ports, annotations and endpoints, Secrets,
+//! settings), one long-lived renderer renders the store after its last
+//! plan, and a renderer made for that render alone, with nothing kept,
+//! renders the same store after the same plan; every file, the plan
+//! (structure digest included) and the diagnostics must be byte-identical.
 
 use hawser_model::{
     Endpoint, IngressBackend, IngressPath, IngressRule, Kind, Object, ObjectKey, ObjectRef,
@@ -66,7 +66,7 @@ fn service_keys(store: &Store) -> Vec<ObjectKey> {
 fn change(store: &mut Store, removed: &mut Vec<Object>, random: &mut Random) -> String {
     let ingresses = ingress_keys(store);
     let services = service_keys(store);
-    match random.below(10) {
+    match random.below(11) {
         0 | 1 => {
             let Some(key) = random.pick(&ingresses) else {
                 return "nothing".into();
@@ -169,6 +169,25 @@ fn change(store: &mut Store, removed: &mut Vec<Object>, random: &mut Random) -> 
             }
             store.insert(Object::Service(service));
             format!("Service {key} port changed")
+        }
+        10 => {
+            // Backend settings: a backend kept from the last render is
+            // made of its Service's annotations too.
+            let Some(key) = random.pick(&services) else {
+                return "nothing".into();
+            };
+            let mut service = store.service(key).expect("listed").clone();
+            let toggles = [
+                ("hawser.dev/balance", "leastconn"),
+                ("hawser.dev/timeout-server", "7s"),
+                ("hawser.dev/balance", "no-such-algorithm"),
+            ];
+            let (name, value) = toggles[random.below(toggles.len())];
+            if service.annotations.remove(name).is_none() {
+                service.annotations.insert(name.into(), value.into());
+            }
+            store.insert(Object::Service(service));
+            format!("Service {key} annotated")
         }
         7 | 8 => {
             let Some(key) = random.pick(&services) else {

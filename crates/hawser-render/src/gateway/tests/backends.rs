@@ -363,6 +363,7 @@ fn the_backends_used_become_haproxy_backends() {
         &crate::config::Settings::default(),
         &routing.table.backends,
         &mut Default::default(),
+        &mut Default::default(),
         &mut diags,
     );
     let names: Vec<&str> = plans.iter().map(|p| p.name.as_str()).collect();
