@@ -296,6 +296,8 @@ async fn read_and_render(
         Err(e) => {
             warn!("{e}; keeping the last generation");
             status.send_modify(|s| s.render_error = Some(e.to_string()));
+            // What changed was not read: the next read takes all of it.
+            *changed = Changed::Everything;
         }
     }
 }
