@@ -79,7 +79,9 @@ impl ManifestReader {
                 .flat_map(|c| objects(&c.entries))
                 .map(|(o, _)| o.object_ref())
                 .collect();
-            match fs::metadata(path) {
+            // A link (new, or a file replaced by one) is left to a whole
+            // read, which notes that the directory holds links.
+            match fs::symlink_metadata(path) {
                 Ok(meta) if meta.is_file() => {
                     let parses = set.parsed;
                     let stamp = Some(Stamp::from(&meta));
@@ -103,8 +105,8 @@ impl ManifestReader {
                         now: Vec::new(),
                     });
                 }
-                // A directory by a manifest's name, or a file that cannot
-                // be looked at now: the whole read says what it is.
+                // A directory or a link by a manifest's name, or a file that
+                // cannot be looked at now: the whole read says what it is.
                 _ => return None,
             }
         }

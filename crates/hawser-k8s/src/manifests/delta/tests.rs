@@ -159,6 +159,23 @@ fn what_a_delta_cannot_be_sure_of_is_read_whole() {
         .unwrap();
     assert_eq!(names(&read), ["s1", "s2", "s3"]);
 
+    // A link named by a change, the first in the directory, to a file
+    // outside it: what it points to changes with no event here, so from
+    // then on reads are whole.
+    let outside = tempfile::tempdir().unwrap();
+    fs::write(outside.path().join("x.yaml"), service(9, 80)).unwrap();
+    let link = path.join("first-link.yaml");
+    std::os::unix::fs::symlink(outside.path().join("x.yaml"), &link).unwrap();
+    let read = reader.read_changed(path, &[link.clone()].into()).unwrap();
+    assert_eq!(names(&read), ["s1", "s2", "s3", "s9"]);
+    fs::write(path.join("unannounced.yaml"), service(8, 80)).unwrap();
+    let read = reader
+        .read_changed(path, &[path.join("a.yaml")].into())
+        .unwrap();
+    assert_eq!(names(&read), ["s1", "s2", "s3", "s8", "s9"]);
+    fs::remove_file(&link).unwrap();
+    fs::remove_file(path.join("unannounced.yaml")).unwrap();
+
     // A symbolic link anywhere in the directory: what it points to
     // changes at another path.
     std::os::unix::fs::symlink(path.join("c.yaml"), path.join("link.yaml")).unwrap();
