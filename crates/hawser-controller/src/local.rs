@@ -19,7 +19,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use hawser_k8s::ManifestReader;
+use hawser_k8s::{ManifestReader, Placement};
 use hawser_plan::Generation;
 use hawser_render::Renderer;
 use notify::event::{
@@ -158,18 +158,13 @@ enum Touched {
 }
 
 fn touched(dir: &Path, path: &Path, folder: bool) -> Touched {
-    let Ok(below) = path.strip_prefix(dir) else {
-        return Touched::Anything;
-    };
-    let hidden = below.components().any(|c| match c {
-        std::path::Component::Normal(name) => name.to_string_lossy().starts_with('.'),
-        _ => false,
-    });
-    if hidden {
+    match hawser_k8s::placement(dir, path) {
+        Placement::Outside => return Touched::Anything,
         // The reader reads what links point to through their visible
         // paths, which are never named by an event on the target; with
         // a link in the directory, it reads the whole of it anyway.
-        return Touched::Nothing;
+        Placement::Hidden => return Touched::Nothing,
+        Placement::Visible => {}
     }
     if hawser_k8s::is_manifest(path) && !folder {
         return Touched::Manifest;

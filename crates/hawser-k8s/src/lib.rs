@@ -20,5 +20,6 @@ mod manifests;
 
 pub use convert::{ConvertError, FromK8s};
 pub use manifests::{
-    ManifestError, ManifestReader, ManifestSet, Problem, ProblemKind, is_manifest, load_dir,
+    ManifestError, ManifestReader, ManifestSet, Placement, Problem, ProblemKind, is_manifest,
+    load_dir, placement,
 };

@@ -42,7 +42,7 @@ use std::fmt;
 use std::fs;
 use std::io;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use hawser_model::{Object, ObjectRef, Store};
@@ -313,6 +313,35 @@ fn manifest_files(dir: &Path, loader: &mut Loader) -> Result<Vec<PathBuf>, Manif
 
 fn is_hidden(entry: &DirEntry) -> bool {
     entry.file_name().to_string_lossy().starts_with('.')
+}
+
+/// Where a path lies for a read of a manifests directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// Reached by the walk, if it is a manifest file.
+    Visible,
+    /// Below a hidden entry (or one itself), which the walk skips.
+    Hidden,
+    /// Not below the directory by plain names.
+    Outside,
+}
+
+/// Where `path` lies for a read of `dir`.
+pub fn placement(dir: &Path, path: &Path) -> Placement {
+    let Ok(below) = path.strip_prefix(dir) else {
+        return Placement::Outside;
+    };
+    let mut placement = Placement::Visible;
+    for component in below.components() {
+        match component {
+            Component::Normal(name) if name.to_string_lossy().starts_with('.') => {
+                placement = Placement::Hidden;
+            }
+            Component::Normal(_) => {}
+            _ => return Placement::Outside,
+        }
+    }
+    placement
 }
 
 /// Whether a file at `path` is read as manifests, by its extension (a

@@ -23,14 +23,15 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use hawser_model::{Object, ObjectRef};
 
 use super::parse::Entry;
 use super::{
-    ManifestError, ManifestReader, ManifestSet, ParsedFile, ProblemKind, Stamp, is_manifest,
+    ManifestError, ManifestReader, ManifestSet, ParsedFile, Placement, ProblemKind, Stamp,
+    is_manifest, placement,
 };
 
 /// The objects a changed file defined as last read, and those it defines now.
@@ -159,14 +160,7 @@ fn objects(entries: &[Entry]) -> impl Iterator<Item = (&Object, u64)> {
 /// A manifest file below `dir` that a whole read would find by that path:
 /// no hidden entry, no `..` on the way.
 fn is_plain(dir: &Path, path: &Path) -> bool {
-    let Ok(below) = path.strip_prefix(dir) else {
-        return false;
-    };
-    is_manifest(path)
-        && below.components().all(|c| match c {
-            Component::Normal(name) => !name.to_string_lossy().starts_with('.'),
-            _ => false,
-        })
+    placement(dir, path) == Placement::Visible && is_manifest(path)
 }
 
 #[cfg(test)]
