@@ -228,13 +228,26 @@ impl Running {
 /// change at runtime, how long after the version arrived its commands began
 /// (the diff and hawser's typed checks: what a change waits for inside the
 /// agent before traffic can see it).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Phases {
     stage: Duration,
     check: Duration,
     change: Duration,
     until_change: Option<Duration>,
-    began: Option<Instant>,
+    /// When the apply began.
+    began: Instant,
+}
+
+impl Phases {
+    fn beginning(at: Instant) -> Phases {
+        Phases {
+            stage: Duration::ZERO,
+            check: Duration::ZERO,
+            change: Duration::ZERO,
+            until_change: None,
+            began: at,
+        }
+    }
 }
 
 struct Core {
@@ -541,10 +554,7 @@ impl Core {
         let started = Instant::now();
         self.status
             .send_modify(|s| s.desired_generation = Some(desired.generation));
-        let mut phases = Phases {
-            began: Some(started),
-            ..Phases::default()
-        };
+        let mut phases = Phases::beginning(started);
         let result = self.try_apply(&desired, newer, &mut phases).await;
         let (kind, summary, error) = match result {
             Ok(Some((kind, summary))) => {

@@ -81,7 +81,7 @@ impl Core {
     ) -> Result<AtRuntime, ApplyError> {
         self.check_runtime_ops(desired, ops)?;
         let changing = Instant::now();
-        phases.until_change = phases.began.map(|began| changing - began);
+        phases.until_change = Some(changing - phases.began);
         let executed =
             runtime_ops::execute(&self.runtime, ops, &desired.files, &desired.plan).await;
         phases.change = changing.elapsed();
