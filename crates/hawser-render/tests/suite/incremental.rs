@@ -9,8 +9,8 @@
 //! (structure digest included) and the diagnostics must be byte-identical.
 
 use hawser_model::{
-    Endpoint, IngressBackend, IngressPath, IngressRule, Kind, Object, ObjectKey, ObjectRef,
-    PathType, ServicePortRef, Store,
+    Endpoint, Ingress, IngressBackend, IngressPath, IngressRule, Kind, Object, ObjectKey,
+    ObjectRef, PathType, ServicePortRef, Store,
 };
 use hawser_plan::Plan;
 use hawser_render::{RenderConfig, Rendered, Renderer};
@@ -63,19 +63,21 @@ fn service_keys(store: &Store) -> Vec<ObjectKey> {
 
 /// One pseudo-random change of `store`; `removed` holds objects taken out,
 /// which a later change may bring back.
+/// A copy of an Ingress picked among `keys`, to change; none when there is none.
+fn picked_ingress(store: &Store, keys: &[ObjectKey], random: &mut Random) -> Option<Ingress> {
+    let key = random.pick(keys)?;
+    store.ingresses().find(|i| &i.key == key).cloned()
+}
+
 fn change(store: &mut Store, removed: &mut Vec<Object>, random: &mut Random) -> String {
     let ingresses = ingress_keys(store);
     let services = service_keys(store);
     match random.below(11) {
         0 | 1 => {
-            let Some(key) = random.pick(&ingresses) else {
+            let Some(mut ingress) = picked_ingress(store, &ingresses, random) else {
                 return "nothing".into();
             };
-            let mut ingress = store
-                .ingresses()
-                .find(|i| &i.key == key)
-                .expect("listed")
-                .clone();
+            let key = ingress.key.clone();
             let service = random
                 .pick(&services)
                 .map_or("missing".to_string(), |s| s.name.clone());
@@ -102,14 +104,10 @@ fn change(store: &mut Store, removed: &mut Vec<Object>, random: &mut Random) -> 
             format!("path added to {key}")
         }
         2 => {
-            let Some(key) = random.pick(&ingresses) else {
+            let Some(mut ingress) = picked_ingress(store, &ingresses, random) else {
                 return "nothing".into();
             };
-            let mut ingress = store
-                .ingresses()
-                .find(|i| &i.key == key)
-                .expect("listed")
-                .clone();
+            let key = ingress.key.clone();
             for rule in &mut ingress.rules {
                 rule.paths.pop();
             }
@@ -117,14 +115,10 @@ fn change(store: &mut Store, removed: &mut Vec<Object>, random: &mut Random) -> 
             format!("path removed from {key}")
         }
         3 => {
-            let Some(key) = random.pick(&ingresses) else {
+            let Some(mut ingress) = picked_ingress(store, &ingresses, random) else {
                 return "nothing".into();
             };
-            let mut ingress = store
-                .ingresses()
-                .find(|i| &i.key == key)
-                .expect("listed")
-                .clone();
+            let key = ingress.key.clone();
             let toggles = [
                 ("hawser.dev/ssl-redirect", "false"),
                 ("hawser.dev/hsts", "false"),
