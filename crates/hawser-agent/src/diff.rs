@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 mod map_edits;
 
 use map_edits::map_ops;
+pub(crate) use map_edits::{TwinStep, twin_steps};
 
 use hawser_plan::{BackendPlan, CrtListEntry, FileKind, FileSet, Plan, ServerPlan, ServerState};
 
@@ -82,6 +83,15 @@ pub enum RuntimeOp {
     EditMap {
         path: String,
         edit: MapEdit,
+    },
+    /// `edits` in the copy of a twinned map requests do not read (`path` or
+    /// `twin`, as `live_twins.map` says), then `set map` of
+    /// `live_twins.map` naming that copy, then `edits` in the other copy
+    /// (see [`map_edits`]).
+    EditTwinMap {
+        path: String,
+        twin: String,
+        edits: Vec<MapEdit>,
     },
     /// maint → `wait srv-removable` → `del server`.
     RemoveServer {

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use hawser_haproxy::{RuntimeApi, ServerState as LiveServer, SocketError};
-use hawser_plan::{FileSet, MatchKind, Plan, ServerState};
+use hawser_plan::{FileSet, LIVE_TWINS_MAP_PATH, MapPlan, MatchKind, Plan, ServerState};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use sha1::{Digest, Sha1};
@@ -22,25 +22,33 @@ pub async fn repairs(
 ) -> Result<Vec<RuntimeOp>, SocketError> {
     let live = api.show_servers_state(None).await?;
     let mut ops = server_repairs(plan, &live);
+    let mut live_twins_repair = None;
     for map in &plan.maps {
-        let mut live = api.show_map(&map.path).await?;
-        let mut want: Vec<(String, String)> = map
-            .entries
-            .iter()
-            .map(|e| (e.key.clone(), e.value.clone()))
-            .collect();
-        // A tree-indexed map edited by entry lists its entries in the order
-        // they came; only a list-indexed one (`reg`) depends on the order.
-        if matches!(map.match_kind, MatchKind::Str | MatchKind::Beg) {
-            live.sort();
-            want.sort();
+        let want = wanted_entries(map);
+        if map.path == LIVE_TWINS_MAP_PATH {
+            let live = api.show_map(&map.path).await?;
+            if !names_a_copy_each(plan, &want, live) {
+                live_twins_repair = Some(RuntimeOp::ReplaceMap {
+                    path: map.path.clone(),
+                });
+            }
+            continue;
         }
-        if live != want {
-            ops.push(RuntimeOp::ReplaceMap {
-                path: map.path.clone(),
-            });
+        for path in std::iter::once(&map.path).chain(&map.twin) {
+            let mut live = api.show_map(path).await?;
+            // A tree-indexed map edited by entry lists its entries in the
+            // order they came; only a list-indexed one (`reg`) depends on it.
+            if matches!(map.match_kind, MatchKind::Str | MatchKind::Beg) {
+                live.sort();
+            }
+            if live != want {
+                ops.push(RuntimeOp::ReplaceMap { path: path.clone() });
+            }
         }
     }
+    // Which copies requests read is put back last, once both copies hold
+    // the applied entries.
+    ops.extend(live_twins_repair);
     for certificate in &plan.certificates {
         let Some(want) = files.text(&certificate.path).and_then(leaf_fingerprint) else {
             continue;
@@ -56,6 +64,37 @@ pub async fn repairs(
         }
     }
     Ok(ops)
+}
+
+/// The applied entries of `map`, sorted when HAProxy indexes it as a tree.
+fn wanted_entries(map: &MapPlan) -> Vec<(String, String)> {
+    let mut want: Vec<(String, String)> = map
+        .entries
+        .iter()
+        .map(|e| (e.key.clone(), e.value.clone()))
+        .collect();
+    if matches!(map.match_kind, MatchKind::Str | MatchKind::Beg) {
+        want.sort();
+    }
+    want
+}
+
+/// Whether `live` (the live twins map) names, for each twinned map, one of
+/// its two copies: either is right once an apply is done.
+fn names_a_copy_each(
+    plan: &Plan,
+    want: &[(String, String)],
+    mut live: Vec<(String, String)>,
+) -> bool {
+    live.sort();
+    live.len() == want.len()
+        && live.iter().zip(want).all(|((key, copy), (wanted, _))| {
+            key == wanted
+                && plan
+                    .maps
+                    .iter()
+                    .any(|m| m.path == *key && (m.path == *copy || m.twin.as_ref() == Some(copy)))
+        })
 }
 
 /// SHA-1 of the first certificate's DER, in hex: what `show ssl cert <file>`

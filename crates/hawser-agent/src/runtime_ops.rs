@@ -9,9 +9,9 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use hawser_haproxy::{AdminState, RuntimeApi, SocketError, WaitOutcome};
-use hawser_plan::{FileSet, Plan, ServerPlan, ServerState};
+use hawser_plan::{FileSet, LIVE_TWINS_MAP_PATH, Plan, ServerPlan, ServerState};
 
-use crate::diff::{MapEdit, RuntimeOp};
+use crate::diff::{MapEdit, RuntimeOp, TwinStep, twin_steps};
 
 /// How long a removed server may keep its connections before they are cut.
 const DRAIN_BUDGET: Duration = Duration::from_secs(5);
@@ -89,6 +89,14 @@ pub fn describe(op: &RuntimeOp) -> String {
             MapEdit::Set { key, .. } => format!("set map {path} {key}"),
             MapEdit::Del { key } => format!("del map {path} {key}"),
         },
+        RuntimeOp::EditTwinMap { path, edits, .. } => {
+            const SHOWN: usize = 3;
+            let mut said: Vec<String> = edits.iter().take(SHOWN).map(describe_edit).collect();
+            if edits.len() > SHOWN {
+                said.push(format!("{} more", edits.len() - SHOWN));
+            }
+            format!("edit map {path} and its twin: {}", said.join("; "))
+        }
         RuntimeOp::RemoveServer { backend, server } => format!("remove server {backend}/{server}"),
         RuntimeOp::RemoveCertificate { path, .. } => format!("remove certificate {path}"),
     }
@@ -153,14 +161,10 @@ async fn run(
             .await
             .map_err(socket),
         RuntimeOp::ReplaceMap { path } => {
-            let map = plan
-                .maps
-                .iter()
-                .find(|m| &m.path == path)
-                .ok_or_else(|| OpError::Input {
-                    op: describe(op),
-                    reason: "the plan has no such map".to_string(),
-                })?;
+            let map = plan.map_at(path).ok_or_else(|| OpError::Input {
+                op: describe(op),
+                reason: "the plan has no such map".to_string(),
+            })?;
             let entries: Vec<(&str, &str)> = map
                 .entries
                 .iter()
@@ -171,12 +175,27 @@ async fn run(
                 .map(|_| ())
                 .map_err(socket)
         }
-        RuntimeOp::EditMap { path, edit } => match edit {
-            MapEdit::Add { key, value } => api.add_map(path, key, value).await,
-            MapEdit::Set { key, value } => api.set_map(path, key, value).await,
-            MapEdit::Del { key } => api.del_map(path, key).await,
+        RuntimeOp::EditMap { path, edit } => edit_map(api, path, edit).await.map_err(socket),
+        RuntimeOp::EditTwinMap { path, twin, edits } => {
+            let live = api.show_map(LIVE_TWINS_MAP_PATH).await.map_err(socket)?;
+            let read = live.iter().find(|(key, _)| key == path);
+            let read = read.map(|(_, copy)| copy.as_str());
+            let steps = twin_steps(path, twin, read, edits).ok_or_else(|| OpError::Input {
+                op: describe(op),
+                reason: format!("{LIVE_TWINS_MAP_PATH} names neither copy ({read:?})"),
+            })?;
+            for step in steps {
+                match step {
+                    TwinStep::Edit { map, edit } => edit_map(api, map, edit).await,
+                    TwinStep::Read { copy } => {
+                        hawser_failpoint::failpoint!("runtime.twin_edited_before_read");
+                        api.set_map(LIVE_TWINS_MAP_PATH, path, copy).await
+                    }
+                }
+                .map_err(socket)?;
+            }
+            Ok(())
         }
-        .map_err(socket),
         RuntimeOp::RemoveServer { backend, server } => {
             remove_server(api, backend, server).await.map_err(socket)
         }
@@ -184,6 +203,22 @@ async fn run(
             api.del_ssl_crt_list(crt_list, path).await.map_err(socket)?;
             api.del_ssl_cert(path).await.map_err(socket)
         }
+    }
+}
+
+fn describe_edit(edit: &MapEdit) -> String {
+    match edit {
+        MapEdit::Add { key, .. } => format!("add {key}"),
+        MapEdit::Set { key, .. } => format!("set {key}"),
+        MapEdit::Del { key } => format!("del {key}"),
+    }
+}
+
+async fn edit_map(api: &RuntimeApi, path: &str, edit: &MapEdit) -> Result<(), SocketError> {
+    match edit {
+        MapEdit::Add { key, value } => api.add_map(path, key, value).await,
+        MapEdit::Set { key, value } => api.set_map(path, key, value).await,
+        MapEdit::Del { key } => api.del_map(path, key).await,
     }
 }
 

@@ -9,6 +9,7 @@
 //! | 0 | sent by controllers from before the field existed: read as format 1 |
 //! | 1 | UTF-8 JSON of [`Plan`], field names as in its Rust definition; enums in lowercase |
 //! | 2 | as 1; a map's `match_kind` may also be `ip` (keys are networks, matched by address) or `reg` (keys are regular expressions); servers may carry `keywords`, backends a `cookie` |
+//! | 3 | as 2; a map may name a `twin`, a second copy with the same entries, and requests read the copy `maps/live_twins.map` names (an older agent would change only the first copy) |
 //!
 //! A change the older reader would misread (a renamed or retyped field, a new
 //! required meaning) takes a new format number; a new field with a default
@@ -18,7 +19,7 @@
 use crate::Plan;
 
 /// The format this build writes, and the newest it reads.
-pub const PLAN_FORMAT: u32 = 2;
+pub const PLAN_FORMAT: u32 = 3;
 
 /// Why a plan could not be encoded or decoded.
 #[derive(Debug, thiserror::Error)]

@@ -46,7 +46,8 @@ pub use format::{PLAN_FORMAT, PlanFormatError, decode, encode, reads_format};
 pub use generation::Generation;
 pub use paths::{
     AUTH_LUA_PATH, CONFIG_PATH, CRT_LIST_PATH, DEFAULT_CERT_PATH, GATEWAY_MAP_PATH,
-    MIRROR_LUA_PATH, REGEX_ROUTES_MAP_PATH, ROUTES_MAP_PATH, SPARES_MAP_PATH,
+    GATEWAY_TWIN_MAP_PATH, LIVE_TWINS_MAP_PATH, MIRROR_LUA_PATH, REGEX_ROUTES_MAP_PATH,
+    ROUTES_MAP_PATH, ROUTES_TWIN_MAP_PATH, SPARES_MAP_PATH,
 };
 pub use plan::{
     BackendMode, BackendPlan, BackendRole, BackendShape, CertificatePlan, CrtListEntry,

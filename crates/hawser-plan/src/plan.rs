@@ -201,6 +201,15 @@ pub struct MapPlan {
     /// In file order. For `beg` maps the order is longest key first, which
     /// makes HAProxy pick the longest prefix however it indexes the map.
     pub entries: Vec<MapEntry>,
+    /// A second copy of this map, with the same entries (plan format 3 and
+    /// later). Requests read the copy [`LIVE_TWINS_MAP_PATH`] names for
+    /// `path`; a change of several entries is made in the other copy, then
+    /// that one is named, then the first is changed too, so requests and a
+    /// crash at any step meet one whole version of the map, never a mix.
+    ///
+    /// [`LIVE_TWINS_MAP_PATH`]: crate::LIVE_TWINS_MAP_PATH
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub twin: Option<String>,
 }
 
 impl MapPlan {
@@ -219,7 +228,42 @@ impl MapPlan {
             path: path.to_string(),
             match_kind: MatchKind::Beg,
             entries,
+            twin: None,
         }
+    }
+
+    /// The map kept in two copies, `path` and `twin` (see [`MapPlan::twin`]).
+    pub fn with_twin(mut self, twin: &str) -> MapPlan {
+        self.twin = Some(twin.to_string());
+        self
+    }
+}
+
+impl Plan {
+    /// The map that says which copy of each twinned map in `maps` requests
+    /// read: on disk, each map's own path (see [`MapPlan::twin`]).
+    pub fn live_twins_map(maps: &[MapPlan]) -> Option<MapPlan> {
+        let entries: Vec<MapEntry> = maps
+            .iter()
+            .filter(|m| m.twin.is_some())
+            .map(|m| MapEntry {
+                key: m.path.clone(),
+                value: m.path.clone(),
+            })
+            .collect();
+        (!entries.is_empty()).then(|| MapPlan {
+            path: crate::LIVE_TWINS_MAP_PATH.to_string(),
+            match_kind: MatchKind::Str,
+            entries,
+            twin: None,
+        })
+    }
+
+    /// The map at `path`, which may be a map's twin.
+    pub fn map_at(&self, path: &str) -> Option<&MapPlan> {
+        self.maps
+            .iter()
+            .find(|m| m.path == path || m.twin.as_deref() == Some(path))
     }
 }
 

@@ -66,6 +66,10 @@ pub(crate) struct GatewayView {
     pub ingress_scope: Option<String>,
     /// Path of the gateway map (simple HTTPRoute rules, runtime-updatable).
     pub map: &'static str,
+    /// The gateway map's second copy, and the map naming the copy requests
+    /// read (see `hawser_plan::MapPlan::twin`).
+    pub twin_map: &'static str,
+    pub live_twins_map: &'static str,
     /// Listeners the table accepted whose port this configuration cannot
     /// serve; the render marks them in the status.
     #[serde(skip)]
@@ -374,6 +378,8 @@ pub(crate) fn gateway_view(
     view.tcp_backends = streams.tcp_backends;
     view.unserved.extend(streams.unserved);
     view.map = GATEWAY_MAP_PATH;
+    view.twin_map = hawser_plan::GATEWAY_TWIN_MAP_PATH;
+    view.live_twins_map = hawser_plan::LIVE_TWINS_MAP_PATH;
     if view.ingress_scope.is_some() || !own.is_empty() {
         view.map_plan = Some(map.into_plan());
     }

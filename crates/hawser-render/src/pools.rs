@@ -135,6 +135,7 @@ pub fn spares_map(backends: &[BackendPlan]) -> MapPlan {
         path: SPARES_MAP_PATH.to_string(),
         match_kind: MatchKind::Str,
         entries,
+        twin: None,
     }
 }
 

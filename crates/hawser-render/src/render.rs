@@ -18,7 +18,8 @@ use crate::report::{Diagnostic, Diagnostics};
 use crate::tls::{self, CertificatePem, DefaultCertificate, ServedCertificates};
 use crate::{backends, engine, pools};
 use hawser_plan::{
-    BackendMode, BackendPlan, FileKind, FileSet, MapEntry, MapPlan, Plan, SPARES_MAP_PATH,
+    BackendMode, BackendPlan, FileKind, FileSet, MapEntry, MapPlan, Plan, ROUTES_TWIN_MAP_PATH,
+    SPARES_MAP_PATH,
 };
 pub use hawser_plan::{CONFIG_PATH, ROUTES_MAP_PATH};
 
@@ -261,9 +262,14 @@ impl Renderer {
         maps.extend(feature_maps);
         maps.extend(gateway_view.map_plan.take());
         maps.push(pools::spares_map(&[]));
+        maps.extend(Plan::live_twins_map(&maps));
         maps.sort_by(|a, b| a.path.cmp(&b.path));
         for map in &maps {
-            files.insert(map.path.clone(), FileKind::Map, map.to_file());
+            let file = map.to_file();
+            if let Some(twin) = &map.twin {
+                files.insert(twin.clone(), FileKind::Map, file.clone());
+            }
+            files.insert(map.path.clone(), FileKind::Map, file);
         }
         if let Some(auth) = &feature_view.auth {
             files.insert(auth.lua, FileKind::Lua, hawser_plan::AUTH_LUA);
@@ -296,6 +302,8 @@ impl Renderer {
             settings,
             routing: Routing {
                 map: ROUTES_MAP_PATH,
+                twin_map: hawser_plan::ROUTES_TWIN_MAP_PATH,
+                live_twins_map: hawser_plan::LIVE_TWINS_MAP_PATH,
                 regex_map: REGEX_ROUTES_MAP_PATH,
                 www_redirect_map: WWW_REDIRECT_MAP_PATH,
                 rewrites: &routes.rewrites,
@@ -462,8 +470,9 @@ fn add_listener_certificates(uses: &mut BTreeMap<ObjectKey, TlsUse>, table: &Gat
     }
 }
 
-/// Exact and prefix routes in one map, so a route change is one atomic map
-/// replacement: a crash or a reader between two maps could see a mix.
+/// Exact and prefix routes in one map, kept in two copies, so a route
+/// change is one atomic switch of copies: a crash or a reader between two
+/// maps could see a mix.
 fn route_maps(routes: &RouteTable) -> Vec<MapPlan> {
     let entry = |key: String, target: &Target| MapEntry {
         key,
@@ -498,7 +507,7 @@ fn route_maps(routes: &RouteTable) -> Vec<MapPlan> {
     let mut www_map = MapPlan::longest_first(WWW_REDIRECT_MAP_PATH, www);
     www_map.match_kind = hawser_plan::MatchKind::Str;
     vec![
-        MapPlan::longest_first(ROUTES_MAP_PATH, entries),
+        MapPlan::longest_first(ROUTES_MAP_PATH, entries).with_twin(ROUTES_TWIN_MAP_PATH),
         regex_map,
         www_map,
     ]

@@ -4,7 +4,9 @@
 //!
 //! ```text
 //!  first: other maps' replacements, added and changed entries  (what routes name)
-//!         route maps' replacements, added and changed entries
+//!         route maps' replacements and changes:
+//!           twinned (routes.map, gateway.map): edit the copy requests do not
+//!           read, name it in live_twins.map, edit the other copy
 //!  last:  route maps' removed entries
 //!         other maps' removed entries                          (outlive the routes naming them)
 //! ```
@@ -18,6 +20,12 @@
 //! a request may meet one feature's new value beside another's old one, as
 //! it could when every map was replaced whole.)
 //!
+//! A twinned map (see [`hawser_plan::MapPlan::twin`]) changes by entry in
+//! the copy no request reads; one `set map` of `live_twins.map` then moves
+//! every request to it at once, and the other copy follows. So requests,
+//! and a hawser killed at any step, meet the old routes or the new ones,
+//! never some of each (one route moved and another not yet).
+//!
 //! Within one `str` or `beg` map with unique keys (HAProxy indexes both as
 //! trees, so entry order does not matter), added entries go longest key
 //! first, then changed ones, and removed ones go shortest key first: at
@@ -26,7 +34,7 @@
 //! a longer one would take the longer one's requests for a moment). Other
 //! maps (`reg`, looked up in file order), maps whose keys repeat and
 //! changes of more than [`MAX_ENTRY_EDITS`] entries are replaced whole in
-//! one transaction.
+//! one transaction (a twinned map's two copies, one transaction each).
 
 use std::collections::BTreeMap;
 
@@ -54,8 +62,15 @@ pub(super) struct MapOps {
 /// The operations that take the maps at `changed` (paths both versions
 /// hold, with other contents) from `running` to `desired`.
 pub(super) fn map_ops(changed: Vec<String>, running: &Plan, desired: &Plan) -> MapOps {
+    let is_twin = |path: &String| {
+        [running, desired]
+            .iter()
+            .any(|plan| plan.maps.iter().any(|m| m.twin.as_ref() == Some(path)))
+    };
+    // A twin changes with its map.
     let (routes, others): (Vec<String>, Vec<String>) = changed
         .into_iter()
+        .filter(|path| !is_twin(path))
         .partition(|path| ROUTE_MAPS.contains(&path.as_str()));
     let change = |path: String| MapChange::of(path, running, desired);
     let routes: Vec<MapChange> = routes.into_iter().map(change).collect();
@@ -72,7 +87,8 @@ pub(super) fn map_ops(changed: Vec<String>, running: &Plan, desired: &Plan) -> M
 
 /// How one map changes.
 enum MapChange {
-    Replace(String),
+    /// Each of these paths (a map and its twin) in one transaction.
+    Replace(Vec<String>),
     Edits {
         path: String,
         /// Added entries, longest key first, then changed ones.
@@ -80,34 +96,90 @@ enum MapChange {
         /// Removed entries, shortest key first.
         last: Vec<MapEdit>,
     },
+    /// All the edits, in the copy requests do not read, then the other.
+    TwinEdits {
+        path: String,
+        twin: String,
+        edits: Vec<MapEdit>,
+    },
 }
 
 impl MapChange {
     fn of(path: String, running: &Plan, desired: &Plan) -> MapChange {
         let old = running.maps.iter().find(|m| m.path == path);
         let new = desired.maps.iter().find(|m| m.path == path);
-        match (old, new) {
-            (Some(old), Some(new)) => match entry_edits(old, new) {
-                Some((first, last)) => MapChange::Edits { path, first, last },
-                None => MapChange::Replace(path),
-            },
-            _ => MapChange::Replace(path),
+        let twin = new.and_then(|m| m.twin.clone());
+        let edits = match (old, new) {
+            (Some(old), Some(new)) if old.twin == new.twin => entry_edits(old, new),
+            _ => None,
+        };
+        match (edits, twin) {
+            (Some((mut first, last)), Some(twin)) => {
+                first.extend(last);
+                MapChange::TwinEdits {
+                    path,
+                    twin,
+                    edits: first,
+                }
+            }
+            (Some((first, last)), None) => MapChange::Edits { path, first, last },
+            (None, twin) => MapChange::Replace([path].into_iter().chain(twin).collect()),
         }
     }
 
     fn first(&self) -> Vec<RuntimeOp> {
         match self {
-            MapChange::Replace(path) => vec![RuntimeOp::ReplaceMap { path: path.clone() }],
+            MapChange::Replace(paths) => paths
+                .iter()
+                .map(|path| RuntimeOp::ReplaceMap { path: path.clone() })
+                .collect(),
             MapChange::Edits { path, first, .. } => edit_ops(path, first),
+            MapChange::TwinEdits { path, twin, edits } => vec![RuntimeOp::EditTwinMap {
+                path: path.clone(),
+                twin: twin.clone(),
+                edits: edits.clone(),
+            }],
         }
     }
 
     fn last(&self) -> Vec<RuntimeOp> {
         match self {
-            MapChange::Replace(_) => Vec::new(),
+            MapChange::Replace(_) | MapChange::TwinEdits { .. } => Vec::new(),
             MapChange::Edits { path, last, .. } => edit_ops(path, last),
         }
     }
+}
+
+/// One step of a twinned map's edits (see [`twin_steps`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum TwinStep<'a> {
+    /// An entry edit in the copy at `map`.
+    Edit { map: &'a str, edit: &'a MapEdit },
+    /// `set map` of `live_twins.map`: requests read `copy` from now on.
+    Read { copy: &'a str },
+}
+
+/// The steps of `edits` to the map at `path` and its `twin` while requests
+/// read the copy `read` (as `live_twins.map` names it): the other copy
+/// edited, then read, then this one edited. `None` when `read` is neither.
+pub(crate) fn twin_steps<'a>(
+    path: &'a str,
+    twin: &'a str,
+    read: Option<&str>,
+    edits: &'a [MapEdit],
+) -> Option<Vec<TwinStep<'a>>> {
+    let (read, unread) = match read {
+        Some(copy) if copy == path => (path, twin),
+        Some(copy) if copy == twin => (twin, path),
+        _ => return None,
+    };
+    let edit = |map: &'a str| edits.iter().map(move |edit| TwinStep::Edit { map, edit });
+    Some(
+        edit(unread)
+            .chain([TwinStep::Read { copy: unread }])
+            .chain(edit(read))
+            .collect(),
+    )
 }
 
 fn edit_ops(path: &str, edits: &[MapEdit]) -> Vec<RuntimeOp> {

@@ -55,6 +55,7 @@ fn base() -> Version {
                 key: "a.test/".to_string(),
                 value: "be_app_web_80".to_string(),
             }],
+            twin: None,
         }],
         certificates: vec![],
         crt_lists: vec![CrtListPlan {

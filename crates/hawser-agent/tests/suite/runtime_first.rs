@@ -47,6 +47,7 @@ fn version(
                     key: "/x".to_string(),
                     value: answer.to_string(),
                 }],
+                twin: None,
             }],
             ..Plan::default()
         },

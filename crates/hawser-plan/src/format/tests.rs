@@ -27,13 +27,16 @@ fn plan() -> Plan {
             role: Default::default(),
             service: None,
         }],
-        maps: vec![MapPlan::longest_first(
-            crate::ROUTES_MAP_PATH,
-            vec![MapEntry {
-                key: "a.example.com/".into(),
-                value: "be_app_web_80".into(),
-            }],
-        )],
+        maps: vec![
+            MapPlan::longest_first(
+                crate::ROUTES_MAP_PATH,
+                vec![MapEntry {
+                    key: "a.example.com/".into(),
+                    value: "be_app_web_80".into(),
+                }],
+            )
+            .with_twin(crate::ROUTES_TWIN_MAP_PATH),
+        ],
         ..Plan::default()
     }
 }

@@ -484,5 +484,6 @@ fn map(path: &str, match_kind: MatchKind, mut entries: Vec<MapEntry>) -> MapPlan
         path: path.to_string(),
         match_kind,
         entries,
+        twin: None,
     }
 }

@@ -157,6 +157,7 @@ impl GatewayMap {
             .map(|(key, value)| MapEntry { key, value })
             .collect();
         MapPlan::longest_first(GATEWAY_MAP_PATH, entries)
+            .with_twin(hawser_plan::GATEWAY_TWIN_MAP_PATH)
     }
 }
 

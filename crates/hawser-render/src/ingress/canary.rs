@@ -139,6 +139,7 @@ pub(crate) fn canary_maps(
         path: path.to_string(),
         match_kind: MatchKind::Str,
         entries,
+        twin: None,
     };
     let maps = vec![
         map(BACKEND_MAP, backend),

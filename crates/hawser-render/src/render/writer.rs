@@ -76,6 +76,10 @@ pub(super) struct ContextRest<'a> {
 #[derive(Serialize)]
 pub(super) struct Routing<'a> {
     pub(super) map: &'static str,
+    /// The route map's second copy, and the map naming the copy requests
+    /// read (see `hawser_plan::MapPlan::twin`).
+    pub(super) twin_map: &'static str,
+    pub(super) live_twins_map: &'static str,
     /// The regex routes' map (`map_reg`), looked up first.
     pub(super) regex_map: &'static str,
     /// Hosts redirected to their www. name or away from it.

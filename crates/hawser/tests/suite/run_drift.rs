@@ -271,7 +271,10 @@ async fn a_route_added_by_entry_is_not_drift() {
     let summary = status["agent"]["last_outcome"]["summary"]
         .as_str()
         .unwrap_or_default();
-    assert!(summary.contains("add map maps/routes.map "), "{summary}");
+    assert!(
+        summary.contains("edit map maps/routes.map and its twin: add "),
+        "{summary}"
+    );
     run.expect_routed_to(
         "a-host-longer-than-every-other-route.example.com",
         "/",

@@ -45,6 +45,11 @@ use support::{
     haproxy_masters, open_ssl_transaction, pod,
 };
 
+/// The route map, its second copy, and the map naming the copy read.
+const ROUTES_MAP: &str = "maps/routes.map";
+const ROUTES_TWIN_MAP: &str = "maps/routes.twin.map";
+const LIVE_TWINS_MAP: &str = "maps/live_twins.map";
+
 /// The "version" Services; a and b route to one of them.
 const VERSIONS: [&str; 3] = ["v0", "v1", "v2"];
 /// Path types of a and b: both prefix routes.
@@ -63,6 +68,9 @@ enum Change {
     /// entries than the agent edits one by one, so one `replace map`, at
     /// runtime.
     Map,
+    /// a and b from v0 to v1: two route entries, edited one by one in the
+    /// copy of the route map requests do not read, at runtime.
+    Routes,
     /// a and b from v0 to v2: v2's backend is added, a reload.
     Reload,
     /// s.example.com's certificate rotated: `set ssl cert`, `commit`.
@@ -73,7 +81,7 @@ impl Change {
     /// The Service a and b route to after the change.
     fn routed_to(self) -> &'static str {
         match self {
-            Change::Map => VERSIONS[1],
+            Change::Map | Change::Routes => VERSIONS[1],
             Change::Reload => VERSIONS[2],
             Change::Certificate => VERSIONS[0],
         }
@@ -198,7 +206,7 @@ async fn kill_at(point: &str, change: Change) {
                 more_hosts(change.routed_to())
             ),
         ),
-        Change::Reload => run.write_manifest(
+        Change::Reload | Change::Routes => run.write_manifest(
             "routes.yaml",
             &crash_routes("fail", change.routed_to(), PREFIXES),
         ),
@@ -297,6 +305,33 @@ async fn expect_landed(run: &Run, point: &str, change: Change, old: u64, context
             // `current` is the old version: the live maps are its maps, whole.
             run.expect_live_maps_applied().await;
         }
+        "runtime.twin_edited_before_read" => {
+            assert_eq!(current, Some(old), "{context}: current moved: {tree:?}");
+            // The copy requests read is the old one, whole (checked above);
+            // the other already holds the new routes.
+            let runtime = run.runtime();
+            let live = runtime.show_map(LIVE_TWINS_MAP).await.expect("show map");
+            let read = live
+                .iter()
+                .find(|(map, _)| map == ROUTES_MAP)
+                .map(|(_, copy)| copy.clone())
+                .unwrap_or_else(|| panic!("{context}: {LIVE_TWINS_MAP} names no copy: {live:?}"));
+            let unread = if read == ROUTES_MAP {
+                ROUTES_TWIN_MAP
+            } else {
+                ROUTES_MAP
+            };
+            let entries = |map| async move {
+                let mut entries = run.runtime().show_map(map).await.expect("show map");
+                entries.sort();
+                entries
+            };
+            assert_ne!(
+                entries(&read).await,
+                entries(unread).await,
+                "{context}: the copy not read ({unread}) was not edited"
+            );
+        }
         other => panic!("no landing check for the point {other}"),
     }
 }
@@ -334,6 +369,14 @@ async fn kill_after_the_reload_before_lkg_moves() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_between_set_ssl_cert_and_commit() {
     kill_at("runtime.ssl_set_before_commit", Change::Certificate).await;
+}
+
+/// Route entries edited in the copy of the route map no request reads,
+/// before it is named the one read: requests keep the old copy, whole, and
+/// the next start puts the edited copy back in step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_between_the_edits_of_a_route_map_copy_and_reading_it() {
+    kill_at("runtime.twin_edited_before_read", Change::Routes).await;
 }
 
 /// A prepared map version never committed: lookups keep the old map, and

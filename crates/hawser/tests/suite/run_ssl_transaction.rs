@@ -132,7 +132,7 @@ async fn transaction_left_open_is_aborted_at_start_and_updates_apply_again() {
     assert!(
         summary
             .split(", ")
-            .all(|op| ["replace", "add", "set", "del"]
+            .all(|op| ["replace", "edit", "add", "set", "del"]
                 .iter()
                 .any(|verb| op.starts_with(&format!("{verb} map maps/")))),
         "only maps change: {status:#}"

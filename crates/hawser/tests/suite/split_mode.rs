@@ -295,9 +295,10 @@ async fn a_plan_in_a_format_the_agent_does_not_read_is_refused_naming_both() {
     .await;
     assert_eq!(result.outcome(), v1::Outcome::Rejected, "{result:?}");
     assert!(
-        result
-            .message
-            .contains("plan format 99 is not one this agent reads (it reads formats up to 2)"),
+        result.message.contains(&format!(
+            "plan format 99 is not one this agent reads (it reads formats up to {})",
+            hawser_plan::PLAN_FORMAT
+        )),
         "{result:?}"
     );
     let after = agent.state();

@@ -1,11 +1,12 @@
 //! The order of map edits, checked against a model of HAProxy's lookups:
 //! at every step between two versions, each request finds the route it
 //! finds in one of them, and that route's feature set in place, with its
-//! value of one of them.
+//! value of one of them; and a twinned route map is read whole, in one
+//! version or the other.
 
 use std::collections::BTreeMap;
 
-use hawser_plan::{MapEntry, MapPlan, MatchKind, Plan, ROUTES_MAP_PATH};
+use hawser_plan::{MapEntry, MapPlan, MatchKind, Plan, ROUTES_MAP_PATH, ROUTES_TWIN_MAP_PATH};
 
 use super::*;
 
@@ -24,6 +25,7 @@ fn plan(routes: &Entries, features: &Entries) -> Plan {
                 value: value.clone(),
             })
             .collect(),
+        twin: None,
     };
     Plan {
         maps: vec![
@@ -43,12 +45,11 @@ fn lookup_beg<'a>(entries: &'a Entries, path: &str) -> Option<&'a String> {
         .map(|(_, value)| value)
 }
 
-/// Applies `op` to the modelled maps, as HAProxy would; `add map` of a key
-/// already there would list it twice, `set`/`del` of a missing one fail.
+/// Applies `op` to the modelled maps, as HAProxy would.
 fn apply(maps: &mut BTreeMap<String, Entries>, desired: &Plan, op: &RuntimeOp) {
     match op {
         RuntimeOp::ReplaceMap { path } => {
-            let map = desired.maps.iter().find(|m| &m.path == path).expect("map");
+            let map = desired.map_at(path).expect("map");
             let entries = map
                 .entries
                 .iter()
@@ -56,19 +57,22 @@ fn apply(maps: &mut BTreeMap<String, Entries>, desired: &Plan, op: &RuntimeOp) {
                 .collect();
             maps.insert(path.clone(), entries);
         }
-        RuntimeOp::EditMap { path, edit } => {
-            let map = maps.get_mut(path).expect("map");
-            match edit {
-                MapEdit::Add { key, value } => {
-                    assert!(map.insert(key.clone(), value.clone()).is_none(), "{op:?}")
-                }
-                MapEdit::Set { key, value } => {
-                    assert!(map.insert(key.clone(), value.clone()).is_some(), "{op:?}")
-                }
-                MapEdit::Del { key } => assert!(map.remove(key).is_some(), "{op:?}"),
-            }
-        }
+        RuntimeOp::EditMap { path, edit } => apply_edit(maps.get_mut(path).expect("map"), edit),
         other => panic!("not a map operation: {other:?}"),
+    }
+}
+
+/// `add map` of a key already there would list it twice, `set`/`del` of
+/// a missing one fail: the model refuses both.
+fn apply_edit(map: &mut Entries, edit: &MapEdit) {
+    match edit {
+        MapEdit::Add { key, value } => {
+            assert!(map.insert(key.clone(), value.clone()).is_none(), "{edit:?}")
+        }
+        MapEdit::Set { key, value } => {
+            assert!(map.insert(key.clone(), value.clone()).is_some(), "{edit:?}")
+        }
+        MapEdit::Del { key } => assert!(map.remove(key).is_some(), "{edit:?}"),
     }
 }
 
@@ -192,4 +196,100 @@ fn a_large_change_or_a_list_map_is_one_replacement() {
     }
     let ops = map_ops(vec![ROUTES_MAP_PATH.into()], &running, &desired);
     assert!(matches!(ops.first[..], [RuntimeOp::ReplaceMap { .. }]));
+}
+
+/// `plan` with its route map kept in two copies.
+fn twinned(mut plan: Plan) -> Plan {
+    plan.maps[1].twin = Some(ROUTES_TWIN_MAP_PATH.to_string());
+    plan.maps.extend(Plan::live_twins_map(&plan.maps));
+    plan
+}
+
+#[test]
+fn requests_read_a_twinned_route_map_whole_in_one_version_at_every_step() {
+    let keys = paths();
+    let mut dice = Dice(0x2545_f491_4f6c_dd1d);
+    for round in 0..1_000 {
+        let (old_routes, old_features) = version(&mut dice, &keys);
+        let (new_routes, new_features) = version(&mut dice, &keys);
+        let running = twinned(plan(&old_routes, &old_features));
+        let desired = twinned(plan(&new_routes, &new_features));
+        // As the file diff finds them: a twin's file changes with its map's.
+        let changed = [FEATURES, ROUTES_MAP_PATH, ROUTES_TWIN_MAP_PATH]
+            .into_iter()
+            .filter(|path| running.map_at(path) != desired.map_at(path))
+            .map(String::from)
+            .collect();
+        let ops = map_ops(changed, &running, &desired);
+        let mut maps = BTreeMap::from([
+            (FEATURES.to_string(), old_features.clone()),
+            (ROUTES_MAP_PATH.to_string(), old_routes.clone()),
+            (ROUTES_TWIN_MAP_PATH.to_string(), old_routes.clone()),
+        ]);
+        // Either copy may be the one read when an apply starts.
+        let mut read = [ROUTES_MAP_PATH, ROUTES_TWIN_MAP_PATH][round % 2];
+        let check = |maps: &BTreeMap<String, Entries>, read: &str, at: &str| {
+            let routes = &maps[read];
+            assert!(
+                *routes == old_routes || *routes == new_routes,
+                "round {round}, {at}: requests read a mix of versions: {routes:?}"
+            );
+            for feature in routes.values() {
+                let value = maps[FEATURES].get(feature);
+                assert!(
+                    value.is_some()
+                        && (value == old_features.get(feature)
+                            || value == new_features.get(feature)),
+                    "round {round}, {at}: feature set {feature} is {value:?}"
+                );
+            }
+        };
+        for op in ops.first.iter().chain(&ops.last) {
+            let RuntimeOp::EditTwinMap { path, twin, edits } = op else {
+                apply(&mut maps, &desired, op);
+                check(&maps, read, &format!("{op:?}"));
+                continue;
+            };
+            for step in twin_steps(path, twin, Some(read), edits).expect("a copy is read") {
+                match step {
+                    TwinStep::Edit { map, edit } => {
+                        apply_edit(maps.get_mut(map).expect("map"), edit)
+                    }
+                    TwinStep::Read { copy } => read = copy,
+                }
+                check(&maps, read, &format!("{step:?}"));
+            }
+        }
+        assert_eq!(maps[ROUTES_MAP_PATH], new_routes, "round {round}");
+        assert_eq!(maps[ROUTES_TWIN_MAP_PATH], new_routes, "round {round}");
+        assert_eq!(maps[FEATURES], new_features, "round {round}");
+    }
+}
+
+#[test]
+fn a_twinned_map_is_edited_in_the_copy_not_read_then_read_from_it() {
+    let edits = [MapEdit::Del { key: "k".into() }];
+    let steps = |read| twin_steps("a.map", "b.map", read, &edits);
+    let edit = |map| TwinStep::Edit {
+        map,
+        edit: &edits[0],
+    };
+    assert_eq!(
+        steps(Some("a.map")),
+        Some(vec![
+            edit("b.map"),
+            TwinStep::Read { copy: "b.map" },
+            edit("a.map")
+        ])
+    );
+    assert_eq!(
+        steps(Some("b.map")),
+        Some(vec![
+            edit("a.map"),
+            TwinStep::Read { copy: "a.map" },
+            edit("b.map")
+        ])
+    );
+    assert_eq!(steps(Some("c.map")), None);
+    assert_eq!(steps(None), None);
 }
