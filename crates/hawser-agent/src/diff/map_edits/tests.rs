@@ -120,24 +120,54 @@ fn version(dice: &mut Dice, keys: &[String]) -> (Entries, Entries) {
     (routes, features)
 }
 
+/// Two random versions, the desired one's plan and the map operations
+/// from the first to the second.
+struct Case {
+    old_routes: Entries,
+    old_features: Entries,
+    new_routes: Entries,
+    new_features: Entries,
+    desired: Plan,
+    ops: MapOps,
+}
+
+impl Case {
+    fn roll(dice: &mut Dice, keys: &[String], plan: impl Fn(&Entries, &Entries) -> Plan) -> Case {
+        let (old_routes, old_features) = version(dice, keys);
+        let (new_routes, new_features) = version(dice, keys);
+        let running = plan(&old_routes, &old_features);
+        let desired = plan(&new_routes, &new_features);
+        // As the file diff finds them: a twin's file changes with its map's.
+        let changed = [FEATURES, ROUTES_MAP_PATH, ROUTES_TWIN_MAP_PATH]
+            .into_iter()
+            .filter(|path| running.map_at(path) != desired.map_at(path))
+            .map(String::from)
+            .collect();
+        let ops = map_ops(changed, &running, &desired);
+        Case {
+            old_routes,
+            old_features,
+            new_routes,
+            new_features,
+            desired,
+            ops,
+        }
+    }
+}
+
 #[test]
 fn every_request_finds_its_route_before_or_after_and_its_features_in_place() {
     let keys = paths();
     let mut dice = Dice(0x9e37_79b9_7f4a_7c15);
     for round in 0..2_000 {
-        let (old_routes, old_features) = version(&mut dice, &keys);
-        let (new_routes, new_features) = version(&mut dice, &keys);
-        let running = plan(&old_routes, &old_features);
-        let desired = plan(&new_routes, &new_features);
-        let changed = [FEATURES, ROUTES_MAP_PATH]
-            .into_iter()
-            .filter(|path| {
-                let of = |plan: &Plan| plan.maps.iter().find(|m| m.path == *path).cloned();
-                of(&running) != of(&desired)
-            })
-            .map(String::from)
-            .collect();
-        let ops = map_ops(changed, &running, &desired);
+        let Case {
+            old_routes,
+            old_features,
+            new_routes,
+            new_features,
+            desired,
+            ops,
+        } = Case::roll(&mut dice, &keys, plan);
         let mut maps = BTreeMap::from([
             (FEATURES.to_string(), old_features.clone()),
             (ROUTES_MAP_PATH.to_string(), old_routes.clone()),
@@ -210,17 +240,16 @@ fn requests_read_a_twinned_route_map_whole_in_one_version_at_every_step() {
     let keys = paths();
     let mut dice = Dice(0x2545_f491_4f6c_dd1d);
     for round in 0..1_000 {
-        let (old_routes, old_features) = version(&mut dice, &keys);
-        let (new_routes, new_features) = version(&mut dice, &keys);
-        let running = twinned(plan(&old_routes, &old_features));
-        let desired = twinned(plan(&new_routes, &new_features));
-        // As the file diff finds them: a twin's file changes with its map's.
-        let changed = [FEATURES, ROUTES_MAP_PATH, ROUTES_TWIN_MAP_PATH]
-            .into_iter()
-            .filter(|path| running.map_at(path) != desired.map_at(path))
-            .map(String::from)
-            .collect();
-        let ops = map_ops(changed, &running, &desired);
+        let Case {
+            old_routes,
+            old_features,
+            new_routes,
+            new_features,
+            desired,
+            ops,
+        } = Case::roll(&mut dice, &keys, |routes, features| {
+            twinned(plan(routes, features))
+        });
         let mut maps = BTreeMap::from([
             (FEATURES.to_string(), old_features.clone()),
             (ROUTES_MAP_PATH.to_string(), old_routes.clone()),
