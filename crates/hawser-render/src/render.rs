@@ -302,7 +302,7 @@ impl Renderer {
             settings,
             routing: Routing {
                 map: ROUTES_MAP_PATH,
-                twin_map: hawser_plan::ROUTES_TWIN_MAP_PATH,
+                twin_map: ROUTES_TWIN_MAP_PATH,
                 live_twins_map: hawser_plan::LIVE_TWINS_MAP_PATH,
                 regex_map: REGEX_ROUTES_MAP_PATH,
                 www_redirect_map: WWW_REDIRECT_MAP_PATH,
@@ -470,9 +470,9 @@ fn add_listener_certificates(uses: &mut BTreeMap<ObjectKey, TlsUse>, table: &Gat
     }
 }
 
-/// Exact and prefix routes in one map, kept in two copies, so a route
-/// change is one atomic switch of copies: a crash or a reader between two
-/// maps could see a mix.
+/// Exact and prefix routes in one map (a crash or a reader between two maps
+/// could see a mix), kept in two copies so that a change of several routes
+/// is one switch of copies at runtime.
 fn route_maps(routes: &RouteTable) -> Vec<MapPlan> {
     let entry = |key: String, target: &Target| MapEntry {
         key,
