@@ -10,6 +10,9 @@
 //! in a cluster; each iteration is a new generation, so nothing is cached
 //! across iterations.
 //!
+//! `wire`: the build alone, of one render the cycle made (digests, blobs,
+//! the plan encoded): what each generation adds to the render in a cluster.
+//!
 //! ```text
 //! cargo bench -p hawser-controller --bench generation
 //! ```
@@ -99,6 +102,21 @@ fn bench(c: &mut Criterion) {
             });
         });
     }
+    let rendered = Arc::new(for_agents.render(&store).expect("render"));
+    group.bench_function(BenchmarkId::new("wire", INGRESSES), |b| {
+        b.iter(|| {
+            next += 1;
+            let snapshot = Snapshot {
+                generation: next,
+                store: Arc::clone(&store),
+                config: Arc::clone(base.config()),
+                rendered: Some(Arc::clone(&rendered)),
+                served: Arc::default(),
+                rejected: Arc::default(),
+            };
+            black_box(renders.build(&snapshot, &agent_settings()).expect("build"));
+        });
+    });
     group.finish();
 }
 

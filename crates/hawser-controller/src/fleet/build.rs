@@ -14,19 +14,28 @@ use hawser_proto::v1;
 use hawser_render::{CertificatePem, RenderConfig, RenderError, Rendered, Renderer};
 
 use super::Snapshot;
+use digests::Digests;
+
+mod digests;
 
 /// One render as agents receive it: entries by digest, contents by digest,
-/// the plan encoded in [`PLAN_FORMAT`].
+/// the plan encoded in [`PLAN_FORMAT`]. File contents are the render's
+/// own, shared, never copied: only what an agent lacks is copied, into the
+/// push that sends it.
 #[derive(Debug)]
 pub struct Built {
     pub generation: u64,
     pub files: Vec<v1::FileEntry>,
     pub plan_digest: String,
     pub plan_format: u32,
-    pub blobs: HashMap<String, Vec<u8>>,
-    /// The plan itself: the next render for the same settings follows it,
-    /// keeping its backends (see `Renderer::render_after`).
-    pub plan: hawser_plan::Plan,
+    /// The plan, encoded.
+    plan_blob: Vec<u8>,
+    /// The render: its files' contents, and the plan the next render for
+    /// the same settings follows, keeping its backends (see
+    /// `Renderer::render_after`).
+    rendered: Arc<Rendered>,
+    /// Each file digest → the path of a file with that content.
+    paths: HashMap<String, String>,
 }
 
 impl Built {
@@ -38,6 +47,25 @@ impl Built {
                 .files
                 .iter()
                 .all(|f| state.files.get(&f.path) == Some(&f.digest))
+    }
+
+    /// The plan this render carries.
+    pub fn plan(&self) -> &hawser_plan::Plan {
+        &self.rendered.plan
+    }
+
+    /// The digest of every blob an agent may need: its files' and the plan's.
+    pub fn digests(&self) -> impl Iterator<Item = &String> {
+        self.paths.keys().chain(std::iter::once(&self.plan_digest))
+    }
+
+    /// The content of the blob named `digest`.
+    pub fn blob(&self, digest: &str) -> Option<&[u8]> {
+        if digest == self.plan_digest {
+            return Some(&self.plan_blob);
+        }
+        let path = self.paths.get(digest)?;
+        self.rendered.files.get(path).map(|f| f.content.as_slice())
     }
 }
 
@@ -171,24 +199,23 @@ impl Renders {
             return Ok(Arc::clone(built));
         }
         let renderer = self.renderer(&snapshot.config, settings)?;
-        let fresh;
-        let rendered: &Rendered = match &snapshot.rendered {
+        let rendered = match &snapshot.rendered {
             // The cycle rendered for these settings already.
-            Some(rendered) if *rendered.config == **renderer.config() => rendered,
-            _ => {
-                fresh = renderer
-                    .render_after(&snapshot.store, previous.as_ref().map(|b| &b.plan))
-                    .map_err(BuildError::Render)?;
-                &fresh
-            }
+            Some(rendered) if *rendered.config == **renderer.config() => Arc::clone(rendered),
+            _ => Arc::new(
+                renderer
+                    .render_after(&snapshot.store, previous.as_ref().map(|b| b.plan()))
+                    .map_err(BuildError::Render)?,
+            ),
         };
-        let mut blobs = HashMap::new();
+        let mut digests = Digests::new(&rendered, previous.as_deref());
+        let mut paths = HashMap::new();
         let files = rendered
             .files
             .iter()
             .map(|(path, file)| {
-                let d = digest(&file.content);
-                blobs.insert(d.clone(), file.content.clone());
+                let d = digests.of(path, &file.content);
+                paths.entry(d.clone()).or_insert_with(|| path.to_string());
                 v1::FileEntry {
                     path: path.to_string(),
                     digest: d,
@@ -196,16 +223,15 @@ impl Renders {
                 }
             })
             .collect();
-        let plan = encode(&rendered.plan)?;
-        let plan_digest = digest(&plan);
-        blobs.insert(plan_digest.clone(), plan);
+        let plan_blob = encode(&rendered.plan)?;
         let built = Arc::new(Built {
             generation: snapshot.generation,
             files,
-            plan_digest,
+            plan_digest: digest(&plan_blob),
             plan_format: PLAN_FORMAT,
-            blobs,
-            plan: rendered.plan.clone(),
+            plan_blob,
+            rendered,
+            paths,
         });
         self.built
             .lock()
@@ -249,163 +275,4 @@ impl Renders {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, reason = "tests")]
-    use hawser_render::{CONFIG_PATH, generate_default_certificate};
-
-    use super::*;
-
-    fn snapshot(generation: u64, config: RenderConfig) -> Snapshot {
-        Snapshot {
-            generation,
-            store: Arc::default(),
-            config: Arc::new(config),
-            rendered: None,
-            served: Arc::default(),
-            rejected: Arc::default(),
-        }
-    }
-
-    /// Renders under the default configuration, with a generated default
-    /// certificate.
-    fn renders() -> Renders {
-        Renders::new(
-            RenderConfig::default(),
-            generate_default_certificate().unwrap(),
-        )
-        .unwrap()
-    }
-
-    fn config_text(built: &Built) -> String {
-        let entry = built.files.iter().find(|f| f.path == CONFIG_PATH).unwrap();
-        String::from_utf8(built.blobs[&entry.digest].clone()).unwrap()
-    }
-
-    #[test]
-    fn each_agent_render_follows_the_snapshot_configuration() {
-        let renders = renders();
-        let agent: SettingsKey = [("httpsPort".to_string(), "9443".to_string())].into();
-        let first = renders
-            .build(&snapshot(1, RenderConfig::default()), &agent)
-            .unwrap();
-        assert!(config_text(&first).contains(":80\n"));
-        assert!(config_text(&first).contains(":9443 ssl"));
-
-        let mut changed = RenderConfig::default();
-        changed.settings.http_port = 8080;
-        let second = renders.build(&snapshot(2, changed), &agent).unwrap();
-        assert!(config_text(&second).contains(":8080\n"));
-        assert!(
-            config_text(&second).contains(":9443 ssl"),
-            "the agent's own setting stays"
-        );
-    }
-
-    /// An IngressClass, and per name a Service with one pod and an Ingress.
-    fn apps(names: &[&str]) -> Arc<hawser_model::Store> {
-        let mut yaml = "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: { name: hawser }\nspec: { controller: hawser.dev/ingress-controller }\n".to_string();
-        for (i, name) in names.iter().enumerate() {
-            yaml.push_str(&format!(
-                "---\napiVersion: v1\nkind: Service\nmetadata: {{ name: {name}, namespace: app }}\nspec: {{ ports: [{{ port: 80 }}] }}\n\
-                 ---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: {name}-1\n  namespace: app\n  labels: {{ kubernetes.io/service-name: {name} }}\n\
-                 addressType: IPv4\nports: [{{ port: 80 }}]\nendpoints: [{{ addresses: [\"10.0.0.{}\"] }}]\n\
-                 ---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{ name: {name}, namespace: app }}\n\
-                 spec:\n  ingressClassName: hawser\n  rules: [{{ host: {name}.example, http: {{ paths: [{{ path: /, pathType: Prefix, backend: {{ service: {{ name: {name}, port: {{ number: 80 }} }} }} }}] }} }}]\n",
-                i + 1
-            ));
-        }
-        Arc::new(crate::test_store::store_of(&yaml))
-    }
-
-    #[test]
-    fn an_agent_render_follows_the_last_so_a_new_service_borrows_a_spare() {
-        let renders = renders();
-        let agent = settings(&[("httpsPort", "9443")]);
-        let first = Snapshot {
-            store: apps(&["web"]),
-            ..snapshot(1, RenderConfig::default())
-        };
-        let first = renders.build(&first, &agent).unwrap();
-        let second = Snapshot {
-            store: apps(&["web", "new"]),
-            ..snapshot(2, RenderConfig::default())
-        };
-        let second = renders.build(&second, &agent).unwrap();
-        assert_eq!(
-            second.plan.structure_digest, first.plan.structure_digest,
-            "no reload for the agent"
-        );
-        assert!(
-            second
-                .plan
-                .backends
-                .iter()
-                .any(|b| b.role.lent_to() == Some("be_app_new_80")),
-            "{:#?}",
-            second.plan.backends
-        );
-    }
-
-    fn settings(pairs: &[(&str, &str)]) -> SettingsKey {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    #[test]
-    fn the_cycle_renders_for_the_settings_most_agents_ask_for() {
-        let certificate = generate_default_certificate().unwrap();
-        let renders = Renders::new(RenderConfig::default(), certificate.clone()).unwrap();
-        let base = Renderer::new(RenderConfig::default())
-            .unwrap()
-            .with_default_certificate(certificate);
-        assert!(
-            renders.cycle_renderer(&base).is_none(),
-            "no agent has said what it asks for"
-        );
-        let common = settings(&[("httpsPort", "9443")]);
-        renders.asked_by("a", &common);
-        renders.asked_by("b", &settings(&[("httpsPort", "9444")]));
-        renders.asked_by("c", &common);
-        let cycle = renders.cycle_renderer(&base).unwrap();
-        assert_eq!(cycle.config().settings.https_port, 9443);
-
-        renders.forget("a");
-        renders.forget("c");
-        let cycle = renders.cycle_renderer(&base).unwrap();
-        assert_eq!(cycle.config().settings.https_port, 9444);
-    }
-
-    #[test]
-    fn agents_asking_for_the_cycle_settings_take_its_render_as_it_is() {
-        let certificate = generate_default_certificate().unwrap();
-        let renders = Renders::new(RenderConfig::default(), certificate.clone()).unwrap();
-        let base = Renderer::new(RenderConfig::default())
-            .unwrap()
-            .with_default_certificate(certificate);
-        let common = settings(&[("httpsPort", "9443")]);
-        renders.asked_by("a", &common);
-        let cycle = renders.cycle_renderer(&base).unwrap();
-        let mut rendered = cycle.render(&hawser_model::Store::default()).unwrap();
-        // Marks the cycle's render: a render of the store would not have it.
-        rendered
-            .files
-            .insert("maps/marked.map", hawser_plan::FileKind::Map, "cycle\n");
-        let snapshot = Snapshot {
-            rendered: Some(Arc::new(rendered)),
-            ..snapshot(1, RenderConfig::default())
-        };
-        let marked = |built: &Built| built.files.iter().any(|f| f.path == "maps/marked.map");
-
-        let shared = renders.build(&snapshot, &common).unwrap();
-        assert!(marked(&shared), "the cycle's render is pushed as it is");
-        assert!(config_text(&shared).contains(":9443 ssl"));
-
-        let other = renders
-            .build(&snapshot, &settings(&[("httpsPort", "9444")]))
-            .unwrap();
-        assert!(!marked(&other), "other settings get a render of their own");
-        assert!(config_text(&other).contains(":9444 ssl"));
-    }
-}
+mod tests;

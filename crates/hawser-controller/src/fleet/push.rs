@@ -33,8 +33,7 @@ pub async fn push(
         .chain(std::iter::once(&state.plan_digest))
         .collect();
     let mut wanted: Vec<String> = built
-        .blobs
-        .keys()
+        .digests()
         .filter(|d| !have.contains(d))
         .cloned()
         .collect();
@@ -45,9 +44,9 @@ pub async fn push(
         let blobs: Vec<v1::Blob> = wanted
             .iter()
             .filter_map(|d| {
-                built.blobs.get(d).map(|content| v1::Blob {
+                built.blob(d).map(|content| v1::Blob {
                     digest: d.clone(),
-                    content: content.clone(),
+                    content: content.to_vec(),
                 })
             })
             .collect();
