@@ -9,14 +9,16 @@
 //! | 0 | sent by controllers from before the field existed: read as format 1 |
 //! | 1 | UTF-8 JSON of [`Plan`], field names as in its Rust definition; enums in lowercase |
 //! | 2 | as 1; a map's `match_kind` may also be `ip` (keys are networks, matched by address) or `reg` (keys are regular expressions); servers may carry `keywords`, backends a `cookie` |
-//! | 3 | as 2; a map may name a `twin`, a second copy with the same entries, and requests read the copy `maps/live_twins.map` names (an older agent would change only the first copy) |
+//! | 3 | as 2, but a map's entries are not in the plan: they are read from its file, which the version holds anyway (a map file is one `key value` a line, and must read back as it is); a map may name a `twin`, a second file with the same entries, and requests read the copy `maps/live_twins.map` names (an older agent would change only the first copy) |
 //!
 //! A change the older reader would misread (a renamed or retyped field, a new
 //! required meaning) takes a new format number; a new field with a default
 //! does not. An agent refuses a format it does not know with
 //! [`PlanFormatError::Unknown`], naming both numbers, instead of guessing.
 
-use crate::Plan;
+use serde::Serialize;
+
+use crate::{BackendPlan, CertificatePlan, CrtListPlan, FileSet, MapEntry, MatchKind, Plan};
 
 /// The format this build writes, and the newest it reads.
 pub const PLAN_FORMAT: u32 = 3;
@@ -37,6 +39,8 @@ pub enum PlanFormatError {
     },
     #[error("the plan does not serialize: {0}")]
     Unencodable(#[source] serde_json::Error),
+    #[error("the plan's map {path}: {reason}")]
+    MapFile { path: String, reason: &'static str },
 }
 
 impl PlanFormatError {
@@ -46,6 +50,7 @@ impl PlanFormatError {
             PlanFormatError::Unknown { .. } => "unknown_plan_format",
             PlanFormatError::Malformed { .. } => "malformed_plan",
             PlanFormatError::Unencodable(_) => "unencodable_plan",
+            PlanFormatError::MapFile { .. } => "plan_map_file",
         }
     }
 }
@@ -55,17 +60,99 @@ pub fn reads_format(format: u32) -> bool {
     matches!(format, 0..=PLAN_FORMAT)
 }
 
-/// `plan` in [`PLAN_FORMAT`].
+/// `plan` in [`PLAN_FORMAT`]: its maps without their entries, which travel
+/// in the map files (a plan of thousands of routes would carry each twice).
 pub fn encode(plan: &Plan) -> Result<Vec<u8>, PlanFormatError> {
-    serde_json::to_vec(plan).map_err(PlanFormatError::Unencodable)
+    let wire = WirePlan {
+        structure_digest: &plan.structure_digest,
+        backends: &plan.backends,
+        maps: plan
+            .maps
+            .iter()
+            .map(|m| WireMap {
+                path: &m.path,
+                match_kind: m.match_kind,
+                twin: m.twin.as_deref(),
+            })
+            .collect(),
+        certificates: &plan.certificates,
+        crt_lists: &plan.crt_lists,
+    };
+    serde_json::to_vec(&wire).map_err(PlanFormatError::Unencodable)
 }
 
-/// The plan in `bytes`, encoded in `format`.
-pub fn decode(format: u32, bytes: &[u8]) -> Result<Plan, PlanFormatError> {
+/// A [`Plan`] as [`encode`] writes it: field for field, maps without entries.
+#[derive(Serialize)]
+struct WirePlan<'a> {
+    structure_digest: &'a str,
+    backends: &'a [BackendPlan],
+    maps: Vec<WireMap<'a>>,
+    certificates: &'a [CertificatePlan],
+    crt_lists: &'a [CrtListPlan],
+}
+
+#[derive(Serialize)]
+struct WireMap<'a> {
+    path: &'a str,
+    match_kind: MatchKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    twin: Option<&'a str>,
+}
+
+/// The plan in `bytes`, encoded in `format`, with the version's `files`
+/// (from format 3, its maps' entries are read from their files).
+pub fn decode(format: u32, bytes: &[u8], files: &FileSet) -> Result<Plan, PlanFormatError> {
     if !reads_format(format) {
         return Err(PlanFormatError::Unknown { received: format });
     }
-    serde_json::from_slice(bytes).map_err(|source| PlanFormatError::Malformed { format, source })
+    let mut plan: Plan = serde_json::from_slice(bytes)
+        .map_err(|source| PlanFormatError::Malformed { format, source })?;
+    if format >= 3 {
+        entries_from_files(&mut plan, files)?;
+    }
+    Ok(plan)
+}
+
+/// Fills each map's entries from its file, which must read back exactly as
+/// those entries (one `key value` a line), and checks a twin holds the same.
+fn entries_from_files(plan: &mut Plan, files: &FileSet) -> Result<(), PlanFormatError> {
+    for map in &mut plan.maps {
+        let refused = |path: &str, reason| PlanFormatError::MapFile {
+            path: path.to_string(),
+            reason,
+        };
+        if !map.entries.is_empty() {
+            return Err(refused(
+                &map.path,
+                "its entries come from its file, not the plan",
+            ));
+        }
+        let text = files
+            .text(&map.path)
+            .ok_or_else(|| refused(&map.path, "the version holds no such text file"))?;
+        map.entries = text
+            .split_terminator('\n')
+            .map(|line| {
+                let (key, value) = line.split_once(' ').unwrap_or((line, ""));
+                MapEntry {
+                    key: key.to_string(),
+                    value: value.to_string(),
+                }
+            })
+            .collect();
+        if map.to_file() != text {
+            return Err(refused(
+                &map.path,
+                "the file does not read back as map entries (one `key value` a line)",
+            ));
+        }
+        if let Some(twin) = &map.twin
+            && files.text(twin) != Some(text)
+        {
+            return Err(refused(twin, "a twin must hold the entries of its map"));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -200,6 +200,8 @@ pub struct MapPlan {
     pub match_kind: MatchKind,
     /// In file order. For `beg` maps the order is longest key first, which
     /// makes HAProxy pick the longest prefix however it indexes the map.
+    /// (On the wire, from plan format 3, they travel in the map's file.)
+    #[serde(default)]
     pub entries: Vec<MapEntry>,
     /// A second copy of this map, with the same entries (plan format 3 and
     /// later). Requests read the copy [`LIVE_TWINS_MAP_PATH`] names for

@@ -115,28 +115,25 @@ impl Held {
             }
             next.files.insert(entry.path.clone(), entry.digest.clone());
         }
-        let plan = match lookup(&request.plan_digest) {
-            Some(encoded) => {
-                let plan = decode(request.plan_format, &encoded).map_err(|e| match e {
-                    PlanFormatError::Malformed { source, .. } => {
-                        ContentError::Invalid(format!("the plan does not parse: {source}"))
-                    }
-                    other => ContentError::Format(other),
-                })?;
-                next.blobs.insert(request.plan_digest.clone(), encoded);
-                Some(plan)
+        let Some(encoded) = lookup(&request.plan_digest) else {
+            if !missing.contains(&request.plan_digest) {
+                missing.push(request.plan_digest.clone());
             }
-            None => {
-                if !missing.contains(&request.plan_digest) {
-                    missing.push(request.plan_digest.clone());
-                }
-                None
-            }
+            return Err(ContentError::Missing(missing));
         };
-        match plan {
-            Some(plan) if missing.is_empty() => Ok((files, plan, next)),
-            _ => Err(ContentError::Missing(missing)),
+        if !missing.is_empty() {
+            return Err(ContentError::Missing(missing));
         }
+        // Read with the files: its maps' entries are in theirs.
+        let plan = decode(request.plan_format, &encoded, &files).map_err(|e| match e {
+            PlanFormatError::Malformed { source, .. } => {
+                ContentError::Invalid(format!("the plan does not parse: {source}"))
+            }
+            PlanFormatError::MapFile { .. } => ContentError::Invalid(e.to_string()),
+            other => ContentError::Format(other),
+        })?;
+        next.blobs.insert(request.plan_digest.clone(), encoded);
+        Ok((files, plan, next))
     }
 }
 
