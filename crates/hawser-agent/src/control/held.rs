@@ -182,6 +182,40 @@ mod tests {
     }
 
     #[test]
+    fn a_plans_map_entries_are_read_from_its_files_and_a_missing_one_refuses_it() {
+        let routes = hawser_plan::MapPlan::longest_first("maps/routes.map", Vec::new());
+        let plan = Plan {
+            maps: vec![routes.clone()],
+            ..Plan::default()
+        };
+        let held = Held::of(3, &files("a be_a\n"), &plan);
+        let changed = files("b be_b\n");
+        let (_, resolved, _) = held
+            .resolve(&request(&held, &changed, &plan, true))
+            .unwrap();
+        let entries: Vec<(&str, &str)> = resolved.maps[0]
+            .entries
+            .iter()
+            .map(|e| (e.key.as_str(), e.value.as_str()))
+            .collect();
+        assert_eq!(entries, [("b", "be_b")]);
+
+        let elsewhere = Plan {
+            maps: vec![hawser_plan::MapPlan {
+                path: "maps/elsewhere.map".into(),
+                ..routes
+            }],
+            ..Plan::default()
+        };
+        let Err(ContentError::Invalid(why)) =
+            held.resolve(&request(&held, &changed, &elsewhere, true))
+        else {
+            panic!("a map without its file must be refused");
+        };
+        assert!(why.contains("maps/elsewhere.map"), "{why}");
+    }
+
+    #[test]
     fn only_what_changed_is_needed() {
         let plan = Plan::default();
         let held = Held::of(3, &files("a be_a\n"), &plan);
