@@ -161,16 +161,22 @@ fn digests_kept_from_the_last_build_name_what_the_files_hold_now() {
     }
 }
 
-#[test]
-fn a_build_shares_the_cycle_render_instead_of_copying_it() {
+/// Renders one agent asked `settings` of, and the cycle's renderer for them.
+fn asked_for(settings: &SettingsKey) -> (Renders, Arc<Renderer>) {
     let certificate = generate_default_certificate().unwrap();
     let renders = Renders::new(RenderConfig::default(), certificate.clone()).unwrap();
     let base = Renderer::new(RenderConfig::default())
         .unwrap()
         .with_default_certificate(certificate);
-    let common = settings(&[("httpsPort", "9443")]);
-    renders.asked_by("a", &common);
+    renders.asked_by("a", settings);
     let cycle = renders.cycle_renderer(&base).unwrap();
+    (renders, cycle)
+}
+
+#[test]
+fn a_build_shares_the_cycle_render_instead_of_copying_it() {
+    let common = settings(&[("httpsPort", "9443")]);
+    let (renders, cycle) = asked_for(&common);
     let rendered = Arc::new(cycle.render(&apps(&["web"])).unwrap());
     let snapshot = Snapshot {
         rendered: Some(Arc::clone(&rendered)),
@@ -214,14 +220,8 @@ fn the_cycle_renders_for_the_settings_most_agents_ask_for() {
 
 #[test]
 fn agents_asking_for_the_cycle_settings_take_its_render_as_it_is() {
-    let certificate = generate_default_certificate().unwrap();
-    let renders = Renders::new(RenderConfig::default(), certificate.clone()).unwrap();
-    let base = Renderer::new(RenderConfig::default())
-        .unwrap()
-        .with_default_certificate(certificate);
     let common = settings(&[("httpsPort", "9443")]);
-    renders.asked_by("a", &common);
-    let cycle = renders.cycle_renderer(&base).unwrap();
+    let (renders, cycle) = asked_for(&common);
     let mut rendered = cycle.render(&hawser_model::Store::default()).unwrap();
     // Marks the cycle's render: a render of the store would not have it.
     rendered
