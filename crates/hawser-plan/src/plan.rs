@@ -138,6 +138,16 @@ impl BackendPlan {
         }
     }
 
+    /// Whether `other` has this backend's [`BackendShape`], compared
+    /// borrowed (a render that follows another compares every backend's).
+    pub fn same_shape(&self, other: &BackendPlan) -> bool {
+        self.mode == other.mode
+            && self.balance == other.balance
+            && self.timeout_server == other.timeout_server
+            && self.timeout_connect == other.timeout_connect
+            && self.cookie == other.cookie
+    }
+
     /// Whether this backend serves a port of Service `namespace/service`
     /// (its name is `be_<namespace>_<service>_<port>`).
     pub fn serves_service(&self, namespace: &str, service: &str) -> bool {
@@ -234,17 +244,9 @@ impl MapPlan {
         }
     }
 
-    /// The map kept in two copies, `path` and `twin` (see [`MapPlan::twin`]).
-    pub fn with_twin(mut self, twin: &str) -> MapPlan {
-        self.twin = Some(twin.to_string());
-        self
-    }
-}
-
-impl Plan {
     /// The map that says which copy of each twinned map in `maps` requests
     /// read: on disk, each map's own path (see [`MapPlan::twin`]).
-    pub fn live_twins_map(maps: &[MapPlan]) -> Option<MapPlan> {
+    pub fn live_twins(maps: &[MapPlan]) -> Option<MapPlan> {
         let entries: Vec<MapEntry> = maps
             .iter()
             .filter(|m| m.twin.is_some())
@@ -261,6 +263,14 @@ impl Plan {
         })
     }
 
+    /// The map kept in two copies, `path` and `twin` (see [`MapPlan::twin`]).
+    pub fn with_twin(mut self, twin: &str) -> MapPlan {
+        self.twin = Some(twin.to_string());
+        self
+    }
+}
+
+impl Plan {
     /// The map at `path`, which may be a map's twin.
     pub fn map_at(&self, path: &str) -> Option<&MapPlan> {
         self.maps

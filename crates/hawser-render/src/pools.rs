@@ -46,7 +46,7 @@ pub fn lend(wanted: &[BackendPlan], previous: &Plan) -> Option<Vec<BackendPlan>>
         previous.backends.iter().partition(|b| b.role.is_spare());
     for was in named {
         match wanted.remove(was.name.as_str()) {
-            Some(now) if same_shape(now, was) => backends.push(now.clone()),
+            Some(now) if now.same_shape(was) => backends.push(now.clone()),
             Some(_) => return None,
             None => backends.push(emptied(was, was.source.clone(), BackendRole::Retired)),
         }
@@ -57,7 +57,7 @@ pub fn lend(wanted: &[BackendPlan], previous: &Plan) -> Option<Vec<BackendPlan>>
             .role
             .lent_to()
             .and_then(|name| wanted.get(name).copied())
-            .filter(|now| same_shape(now, was));
+            .filter(|now| now.same_shape(was));
         match (&was.role, kept) {
             (_, Some(now)) => {
                 wanted.remove(now.name.as_str());
@@ -201,17 +201,6 @@ impl SpareStatus {
         }
         status
     }
-}
-
-/// Whether `a` and `b` have the same [`BackendShape`] (the fields
-/// `BackendPlan::shape` takes), compared borrowed:
-/// a render that follows another compares every backend's.
-fn same_shape(a: &BackendPlan, b: &BackendPlan) -> bool {
-    a.mode == b.mode
-        && a.balance == b.balance
-        && a.timeout_server == b.timeout_server
-        && a.timeout_connect == b.timeout_connect
-        && a.cookie == b.cookie
 }
 
 /// A Service without backend settings: the pool always kept, for the

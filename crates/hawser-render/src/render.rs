@@ -262,7 +262,7 @@ impl Renderer {
         maps.extend(feature_maps);
         maps.extend(gateway_view.map_plan.take());
         maps.push(pools::spares_map(&[]));
-        maps.extend(Plan::live_twins_map(&maps));
+        maps.extend(MapPlan::live_twins(&maps));
         maps.sort_by(|a, b| a.path.cmp(&b.path));
         for map in &maps {
             let file = map.to_file();

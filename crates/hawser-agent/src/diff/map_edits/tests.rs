@@ -231,7 +231,7 @@ fn a_large_change_or_a_list_map_is_one_replacement() {
 /// `plan` with its route map kept in two copies.
 fn twinned(mut plan: Plan) -> Plan {
     plan.maps[1].twin = Some(ROUTES_TWIN_MAP_PATH.to_string());
-    plan.maps.extend(Plan::live_twins_map(&plan.maps));
+    plan.maps.extend(MapPlan::live_twins(&plan.maps));
     plan
 }
 
