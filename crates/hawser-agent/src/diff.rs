@@ -16,6 +16,7 @@
 //! route, and leaves it after.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 mod map_edits;
 
@@ -296,17 +297,18 @@ fn diff_files(
 /// any of them would need the reload itself (a server's keywords, a DNS
 /// name).
 pub fn server_changes_alone(running: &Plan, desired: &Plan) -> Vec<RuntimeOp> {
-    let desired_by_name: BTreeMap<&str, &BackendPlan> = desired
+    let desired_by_name: BTreeMap<&str, &Arc<BackendPlan>> = desired
         .backends
         .iter()
         .map(|b| (b.name.as_str(), b))
         .collect();
-    let (old, new): (Vec<BackendPlan>, Vec<BackendPlan>) = running
+    let (old, new): (Vec<Arc<BackendPlan>>, Vec<Arc<BackendPlan>>) = running
         .backends
         .iter()
         .filter_map(|old| {
             let new = desired_by_name.get(old.name.as_str())?;
-            (old.role.lent_to() == new.role.lent_to()).then(|| (old.clone(), (*new).clone()))
+            let alike = old.role.lent_to() == new.role.lent_to();
+            alike.then(|| (Arc::clone(old), Arc::clone(new)))
         })
         .unzip();
     let mut reasons = Vec::new();
@@ -377,13 +379,13 @@ fn spares_changing_hands(running: &Plan, desired: &Plan, reasons: &mut Vec<Strin
 }
 
 fn diff_backends(
-    running: &[BackendPlan],
-    desired: &[BackendPlan],
+    running: &[Arc<BackendPlan>],
+    desired: &[Arc<BackendPlan>],
     reasons: &mut Vec<String>,
 ) -> (Vec<RuntimeOp>, Vec<RuntimeOp>) {
     let mut changes = Vec::new();
     let mut removes = Vec::new();
-    let index = |backends: &[BackendPlan]| -> BTreeMap<String, BTreeMap<String, ServerPlan>> {
+    let index = |backends: &[Arc<BackendPlan>]| -> BTreeMap<String, BTreeMap<String, ServerPlan>> {
         backends
             .iter()
             .map(|b| {

@@ -74,9 +74,9 @@ mod tests {
         };
         let plan = Plan {
             backends: vec![
-                backend("be_app_web_80", BackendRole::Named, Some("web")),
-                backend("hawser_spare_plain_0", lent, Some("new")),
-                backend("hawser_spare_plain_1", BackendRole::Spare, None),
+                backend("be_app_web_80", BackendRole::Named, Some("web")).into(),
+                backend("hawser_spare_plain_0", lent, Some("new")).into(),
+                backend("hawser_spare_plain_1", BackendRole::Spare, None).into(),
             ],
             ..Plan::default()
         };

@@ -6,6 +6,7 @@
 //! copies only the O(log n) path to it. The admission webhook judges each
 //! candidate on such a clone of the controller's snapshot.
 
+use imbl::ordmap::DiffItem;
 use imbl::{OrdMap, OrdSet};
 
 use crate::{
@@ -209,6 +210,53 @@ impl Store {
         self.ingresses.values()
     }
 
+    pub fn ingress(&self, key: &ObjectKey) -> Option<&Ingress> {
+        self.ingresses.get(key)
+    }
+
+    /// The Ingresses added, changed or removed from this store to `newer`
+    /// (a copy of it, changed since), or none when there are more than
+    /// `limit`. Found by the maps' shared nodes, so it costs in proportion
+    /// to what changed, not to the number of Ingresses.
+    pub fn ingress_changes(&self, newer: &Store, limit: usize) -> Option<Vec<ObjectKey>> {
+        let mut changed = Vec::new();
+        for item in self.ingresses.diff(&newer.ingresses) {
+            if changed.len() == limit {
+                return None;
+            }
+            changed.push(match item {
+                DiffItem::Add(key, _) | DiffItem::Remove(key, _) => key.clone(),
+                DiffItem::Update { new: (key, _), .. } => key.clone(),
+            });
+        }
+        Some(changed)
+    }
+
+    /// Whether `other` is a copy of this store in which no object of
+    /// `kind` was inserted or removed since (it may differ in any other
+    /// kind). Constant time, as [`Store::shares_services_and_endpoints`].
+    pub fn shares(&self, other: &Store, kind: Kind) -> bool {
+        match kind {
+            Kind::Ingress => self.ingresses.ptr_eq(&other.ingresses),
+            Kind::IngressClass => self.ingress_classes.ptr_eq(&other.ingress_classes),
+            Kind::Service => self.services.ptr_eq(&other.services),
+            Kind::EndpointSlice => {
+                self.endpoint_slices.ptr_eq(&other.endpoint_slices)
+                    && self.slices_by_service.ptr_eq(&other.slices_by_service)
+            }
+            Kind::Secret => self.secrets.ptr_eq(&other.secrets),
+            Kind::Namespace => self.namespaces.ptr_eq(&other.namespaces),
+            Kind::GatewayClass => self.gateway_classes.ptr_eq(&other.gateway_classes),
+            Kind::Gateway => self.gateways.ptr_eq(&other.gateways),
+            Kind::HttpRoute => self.http_routes.ptr_eq(&other.http_routes),
+            Kind::GrpcRoute => self.grpc_routes.ptr_eq(&other.grpc_routes),
+            Kind::TlsRoute => self.tls_routes.ptr_eq(&other.tls_routes),
+            Kind::TcpRoute => self.tcp_routes.ptr_eq(&other.tcp_routes),
+            Kind::ReferenceGrant => self.reference_grants.ptr_eq(&other.reference_grants),
+            Kind::ConfigMap => self.config_maps.ptr_eq(&other.config_maps),
+        }
+    }
+
     pub fn ingress_classes(&self) -> impl Iterator<Item = &IngressClass> {
         self.ingress_classes.values()
     }
@@ -236,13 +284,15 @@ impl Store {
     /// (a map changes by copying what it changes, never in place): it may
     /// say no of two stores with equal Services and EndpointSlices.
     pub fn shares_services_and_endpoints(&self, other: &Store) -> bool {
-        self.services.ptr_eq(&other.services)
-            && self.endpoint_slices.ptr_eq(&other.endpoint_slices)
-            && self.slices_by_service.ptr_eq(&other.slices_by_service)
+        self.shares(other, Kind::Service) && self.shares(other, Kind::EndpointSlice)
     }
 
     pub fn secret(&self, key: &ObjectKey) -> Option<&Secret> {
         self.secrets.get(key)
+    }
+
+    pub fn secrets(&self) -> impl Iterator<Item = &Secret> {
+        self.secrets.values()
     }
 
     pub fn namespace(&self, name: &str) -> Option<&Namespace> {

@@ -18,6 +18,8 @@
 
 use serde::Serialize;
 
+use std::sync::Arc;
+
 use crate::{BackendPlan, CertificatePlan, CrtListPlan, FileSet, MapEntry, MatchKind, Plan};
 
 /// The format this build writes, and the newest it reads.
@@ -85,7 +87,7 @@ pub fn encode(plan: &Plan) -> Result<Vec<u8>, PlanFormatError> {
 #[derive(Serialize)]
 struct WirePlan<'a> {
     structure_digest: &'a str,
-    backends: &'a [BackendPlan],
+    backends: &'a [Arc<BackendPlan>],
     maps: Vec<WireMap<'a>>,
     certificates: &'a [CertificatePlan],
     crt_lists: &'a [CrtListPlan],

@@ -5,6 +5,8 @@
 //! templates then write haproxy.cfg from it, and map and crt-list files are
 //! written from it directly, so the plan and the files cannot disagree.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -14,8 +16,9 @@ pub struct Plan {
     /// two configurations differ at most in those servers, which the
     /// runtime API can change without a reload.
     pub structure_digest: String,
-    /// Sorted by name.
-    pub backends: Vec<BackendPlan>,
+    /// Sorted by name. Shared: a render reuses the backends it kept from
+    /// the last one, and plans are copied, without copying them.
+    pub backends: Vec<Arc<BackendPlan>>,
     /// Sorted by path.
     pub maps: Vec<MapPlan>,
     /// Sorted by path.

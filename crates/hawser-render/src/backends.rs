@@ -6,6 +6,7 @@
 //! apply endpoint churn as runtime changes.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use hawser_model::{
     Kind, ObjectKey, ObjectRef, Service, ServicePort, ServicePortRef, ServiceType, Store,
@@ -192,18 +193,18 @@ fn with_ca_file(
 ///
 /// A plan kept from the last render is reused when what it was made of is
 /// unchanged, and a plan made of the Service alone is kept (see `kept`).
-pub(crate) fn backend_plans(
+pub(crate) fn backend_plans<'a>(
     store: &Store,
     settings: &Settings,
-    referenced: &BTreeMap<BackendKey, ObjectRef>,
+    referenced: impl IntoIterator<Item = (&'a BackendKey, &'a ObjectRef)>,
     ca_files: &mut BTreeMap<String, Vec<u8>>,
     reuse: &mut BackendReuse,
     diags: &mut Diagnostics,
-) -> Vec<BackendPlan> {
+) -> Vec<Arc<BackendPlan>> {
     let mut rejected_services = BTreeMap::new();
     let mut service_warnings = BTreeMap::new();
-    let mut plans: Vec<BackendPlan> = referenced
-        .iter()
+    let mut plans: Vec<Arc<BackendPlan>> = referenced
+        .into_iter()
         .map(|(key, referrer)| {
             if let Some(kept) = reuse.reuse(key) {
                 return kept;
@@ -227,7 +228,7 @@ pub(crate) fn backend_plans(
                     referrer,
                     format!("{} does not exist; it answers 503", key.describe()),
                 );
-                return plan;
+                return Arc::new(plan);
             };
             let reported = diags.len();
             let service_ref = ObjectRef::new(Kind::Service, service_key);
@@ -237,7 +238,7 @@ pub(crate) fn backend_plans(
                 Ok(asked) => asked,
                 Err(reason) => {
                     rejected_services.insert(service_ref, reason);
-                    return plan;
+                    return Arc::new(plan);
                 }
             };
             plan.balance = settings.balance;
@@ -249,7 +250,7 @@ pub(crate) fn backend_plans(
                     referrer,
                     format!("{} has no such port; it answers 503", key.describe()),
                 );
-                return plan;
+                return Arc::new(plan);
             };
             plan.servers = match &service.service_type {
                 ServiceType::Endpoints => endpoint_servers(store, service, port, diags),
@@ -264,6 +265,7 @@ pub(crate) fn backend_plans(
                 && settings.features.ca.is_none()
                 && diags.len() == reported
                 && !service_warnings.contains_key(&service_ref);
+            let plan = Arc::new(plan);
             if alone {
                 reuse.keep(key, &plan);
             }

@@ -28,7 +28,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use hawser_model::{Ingress, IngressBackend, Kind, ObjectKey, ObjectRef, PathType, Store};
+use hawser_model::{
+    Ingress, IngressBackend, IngressTls, Kind, ObjectKey, ObjectRef, PathType, Store,
+};
 
 use crate::backends::BackendKey;
 use crate::config::Settings;
@@ -56,7 +58,7 @@ pub(crate) struct Target {
 }
 
 /// A TLS Secret as the Ingresses use it.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct TlsUse {
     /// SNI names to serve the certificate for.
     pub hosts: BTreeSet<String>,
@@ -73,9 +75,8 @@ pub(crate) struct RouteTable {
     pub exact: BTreeMap<String, Target>,
     pub prefix: BTreeMap<String, Target>,
     pub default_backend: Option<BackendKey>,
-    /// Every backend a route or default backend uses, with the first object
-    /// that asked for it (named in warnings about it).
-    pub backends: BTreeMap<BackendKey, ObjectRef>,
+    /// Every backend a route or default backend uses, with who uses it.
+    pub backends: BTreeMap<BackendKey, Referrers>,
     pub tls: BTreeMap<ObjectKey, TlsUse>,
     /// The features of each Ingress served that has any.
     pub features: FeaturesByIngress,
@@ -92,6 +93,56 @@ pub(crate) struct RouteTable {
     pub www_redirects: BTreeMap<String, String>,
     /// Canary Ingresses by `namespace/name`: their backend and what they take.
     pub canaries: BTreeMap<String, canary::CanaryRoute>,
+    /// The keys more than one route claimed, by map: who holds each
+    /// depends on who else claims it.
+    pub contested: BTreeSet<(RouteMap, String)>,
+    /// Some served Ingress's routes depend on other Ingresses' (a canary,
+    /// aliases, a www redirect, host-wide regex matching): a change of one
+    /// Ingress may then change another's routes.
+    pub cross_ingress: bool,
+    /// Some Ingress's routes were read with Secrets (users, CA
+    /// certificates) or Services (an external authentication Service's
+    /// protocol): a change of those may change them.
+    pub reads_secrets: bool,
+    pub reads_services: bool,
+}
+
+/// Who uses a backend: the first object that asked for it (named in
+/// warnings about it) and how many references there are in all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Referrers {
+    pub first: ObjectRef,
+    pub uses: usize,
+}
+
+impl RouteTable {
+    /// The keys claimed in one routing map, and their targets.
+    fn claims(&self, map: RouteMap) -> &BTreeMap<String, Target> {
+        match map {
+            RouteMap::Exact => &self.exact,
+            RouteMap::Prefix => &self.prefix,
+            RouteMap::Regex => &self.regex,
+        }
+    }
+
+    fn claims_mut(&mut self, map: RouteMap) -> &mut BTreeMap<String, Target> {
+        match map {
+            RouteMap::Exact => &mut self.exact,
+            RouteMap::Prefix => &mut self.prefix,
+            RouteMap::Regex => &mut self.regex,
+        }
+    }
+
+    /// `object` uses `backend` once more.
+    fn refer(&mut self, backend: BackendKey, object: &ObjectRef) {
+        self.backends
+            .entry(backend)
+            .or_insert_with(|| Referrers {
+                first: object.clone(),
+                uses: 0,
+            })
+            .uses += 1;
+    }
 }
 
 impl Target {
@@ -149,13 +200,24 @@ pub(crate) fn route_table(
     settings: &Settings,
     diags: &mut Diagnostics,
 ) -> RouteTable {
+    let owned = owned(store.ingresses(), store, settings, diags);
+    table_of(owned, store, settings, diags)
+}
+
+/// Which of `ingresses` this controller owns, in the order their claims
+/// are honoured; the others are reported as ignored.
+fn owned<'a>(
+    ingresses: impl Iterator<Item = &'a Ingress>,
+    store: &Store,
+    settings: &Settings,
+    diags: &mut Diagnostics,
+) -> Vec<(&'a Ingress, ObjectRef)> {
     let controller = settings.ingress_controller.as_str();
-    let mut table = RouteTable::default();
     let mut owned: Vec<(&Ingress, ObjectRef)> = Vec::new();
     let default_class = store
         .ingress_classes()
         .any(|c| c.controller == controller && c.is_default);
-    for ingress in store.ingresses() {
+    for ingress in ingresses {
         let object = ObjectRef::new(Kind::Ingress, ingress.key.clone());
         match ingress.requested_class() {
             Some(class) => {
@@ -179,17 +241,29 @@ pub(crate) fn route_table(
             }
         }
     }
-    // Oldest first, then by namespace/name: the order in which claims are
-    // honoured. An object without a creation time (a local manifest) counts
-    // as newer than any that has one.
-    // Compared borrowed: cloning per comparison allocated n·log n strings.
-    owned.sort_by(|(a, _), (b, _)| {
-        let (x, y) = (&a.created, &b.created);
-        (x.is_none(), x.as_deref())
-            .cmp(&(y.is_none(), y.as_deref()))
-            .then_with(|| a.key.cmp(&b.key))
-    });
+    owned.sort_by(|(a, _), (b, _)| claim_order(a, b));
+    owned
+}
 
+/// Oldest first, then by namespace/name: the order in which claims are
+/// honoured. An object without a creation time (a local manifest) counts
+/// as newer than any that has one.
+fn claim_order(a: &Ingress, b: &Ingress) -> std::cmp::Ordering {
+    // Compared borrowed: cloning per comparison allocated n·log n strings.
+    let (x, y) = (&a.created, &b.created);
+    (x.is_none(), x.as_deref())
+        .cmp(&(y.is_none(), y.as_deref()))
+        .then_with(|| a.key.cmp(&b.key))
+}
+
+/// The routing table of `owned`, in the order their claims are honoured.
+fn table_of(
+    owned: Vec<(&Ingress, ObjectRef)>,
+    store: &Store,
+    settings: &Settings,
+    diags: &mut Diagnostics,
+) -> RouteTable {
+    let mut table = RouteTable::default();
     let mut canaries = Vec::new();
     let mut aliases = Vec::new();
     let mut www = Vec::new();
@@ -197,25 +271,29 @@ pub(crate) fn route_table(
     for (ingress, object) in owned {
         // Shared by every map entry the Ingress makes.
         let object = Arc::new(object);
-        let served = served_features(ingress, store, settings, &object, diags).and_then(
-            |(features, read)| {
+        let reads_secrets = &mut table.reads_secrets;
+        let served = served_features(ingress, store, settings, &object, reads_secrets, diags)
+            .and_then(|(features, read)| {
                 let (routes, default_backend) =
                     validated_routes(ingress, &read.map, features.use_regex)
                         .map_err(|e| read.in_their_words(e))?;
                 Ok((routes, default_backend, features))
-            },
-        );
+            });
         match served {
             Ok((routes, default_backend, mut features)) => {
                 let key = format!("{}/{}", ingress.key.namespace, ingress.key.name);
                 if let Some(canary) = features.canary.take() {
                     // Shares the routes of others: attached once they are all in.
                     canaries.push((object, key, routes, canary));
+                    table.cross_ingress = true;
                     continue;
                 }
                 if features.ssl_passthrough {
                     add_passthrough(&mut table, ingress, &routes, &object, diags);
                 }
+                table.cross_ingress |= features.regex_host_wide
+                    || features.www_redirect
+                    || !features.aliases.is_empty();
                 if features.regex_host_wide {
                     regex_hosts.extend(routes.iter().map(|r| r.host.clone()));
                 }
@@ -240,12 +318,10 @@ pub(crate) fn route_table(
                 }
                 add_routes(&mut table, &object, routes, &key, &features, diags);
                 if let Some(auth) = &mut features.external_auth {
+                    table.reads_services = true;
                     let backend = auth.backend_key(&ingress.key.namespace, store);
                     auth.backend = Some(backend.name());
-                    table
-                        .backends
-                        .entry(backend)
-                        .or_insert_with(|| ObjectRef::clone(&object));
+                    table.refer(backend, &object);
                 }
                 let client_ca = features.client_auth.as_ref().and_then(|c| c.ca.clone());
                 if features != IngressFeatures::default() {
@@ -393,10 +469,7 @@ fn add_routes(
         };
         let exact_type = route.path_type == PathType::Exact;
         let keys = route_keys(&route);
-        table
-            .backends
-            .entry(route.backend)
-            .or_insert_with(|| ObjectRef::clone(object));
+        table.refer(route.backend, object);
         for (map, key) in keys {
             let target = Target {
                 backend: Arc::clone(&backend),
@@ -406,18 +479,21 @@ fn add_routes(
                 rewrite,
                 canary: None,
             };
-            match map {
+            let contested = match map {
                 RouteMap::Regex => claim(&mut table.regex, key, target, diags),
                 RouteMap::Exact => claim_exact(&mut table.exact, key, target, diags),
                 RouteMap::Prefix => claim(&mut table.prefix, key, target, diags),
+            };
+            if let Some(key) = contested {
+                table.contested.insert((map, key));
             }
         }
     }
 }
 
 /// Which routing map an entry goes to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum RouteMap {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum RouteMap {
     Exact,
     Prefix,
     Regex,
@@ -456,10 +532,7 @@ fn set_default_backend(
         );
         return;
     }
-    table
-        .backends
-        .entry(backend.clone())
-        .or_insert_with(|| object.clone());
+    table.refer(backend.clone(), object);
     table.default_backend = Some(backend);
 }
 
@@ -480,23 +553,30 @@ fn add_tls(
             .tls
             .entry(ObjectKey::new(&ingress.key.namespace, secret))
             .or_default();
-        entry.hosts.extend(tls.hosts.iter().cloned());
-        if let Some(ca) = client_ca {
-            for host in &tls.hosts {
-                entry.client_ca.insert(host.clone(), ca.clone());
-            }
-        }
-        entry.own_names |= tls.hosts.is_empty();
+        add_tls_hosts(entry, tls, client_ca);
         entry.referrers.insert(object.clone());
     }
+}
+
+/// What one `tls` entry of an Ingress adds to the use of its Secret.
+fn add_tls_hosts(entry: &mut TlsUse, tls: &IngressTls, client_ca: Option<&String>) {
+    entry.hosts.extend(tls.hosts.iter().cloned());
+    if let Some(ca) = client_ca {
+        for host in &tls.hosts {
+            entry.client_ca.insert(host.clone(), ca.clone());
+        }
+    }
+    entry.own_names |= tls.hosts.is_empty();
 }
 
 mod aliases;
 mod canary;
 mod claims;
+mod kept;
 use aliases::{add_alias_routes, add_www_redirects, alias_routes};
 pub(crate) use canary::{CanaryView, canary_maps};
 use claims::{claim, claim_exact};
+pub(crate) use kept::KeptRoutes;
 mod regex;
 mod served;
 #[cfg(test)]

@@ -16,6 +16,7 @@
 //! it can cost a reload.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -38,20 +39,20 @@ const SPARE_PREFIX: &str = "hawser_spare_";
 /// The backends of a render that follows `previous`, declaring exactly the
 /// backends it declared, each with its shape. `None` when that cannot be: a
 /// backend changed shape, or a new one finds no free spare of its shape.
-pub fn lend(wanted: &[BackendPlan], previous: &Plan) -> Option<Vec<BackendPlan>> {
-    let mut wanted: BTreeMap<&str, &BackendPlan> =
+pub fn lend(wanted: &[Arc<BackendPlan>], previous: &Plan) -> Option<Vec<Arc<BackendPlan>>> {
+    let mut wanted: BTreeMap<&str, &Arc<BackendPlan>> =
         wanted.iter().map(|b| (b.name.as_str(), b)).collect();
     let mut backends = Vec::with_capacity(previous.backends.len());
-    let (spares, named): (Vec<&BackendPlan>, Vec<&BackendPlan>) =
+    let (spares, named): (Vec<&Arc<BackendPlan>>, Vec<&Arc<BackendPlan>>) =
         previous.backends.iter().partition(|b| b.role.is_spare());
     for was in named {
         match wanted.remove(was.name.as_str()) {
-            Some(now) if now.same_shape(was) => backends.push(now.clone()),
+            Some(now) if now.same_shape(was) => backends.push(Arc::clone(now)),
             Some(_) => return None,
             None => backends.push(emptied(was, was.source.clone(), BackendRole::Retired)),
         }
     }
-    let mut free: BTreeMap<BackendShape, Vec<&BackendPlan>> = BTreeMap::new();
+    let mut free: BTreeMap<BackendShape, Vec<&Arc<BackendPlan>>> = BTreeMap::new();
     for was in spares {
         let kept = was
             .role
@@ -84,7 +85,11 @@ pub fn lend(wanted: &[BackendPlan], previous: &Plan) -> Option<Vec<BackendPlan>>
 /// the plain one: `spares` for the plain shape, an eighth of that (one at
 /// least) for the others, which fewer Services share; twice what the last
 /// pool of the shape lent when that is more. No pools when `spares` is 0.
-pub fn fresh(wanted: Vec<BackendPlan>, previous: Option<&Plan>, spares: u32) -> Vec<BackendPlan> {
+pub fn fresh(
+    wanted: Vec<Arc<BackendPlan>>,
+    previous: Option<&Plan>,
+    spares: u32,
+) -> Vec<Arc<BackendPlan>> {
     let mut backends = wanted;
     if spares == 0 {
         return backends;
@@ -98,7 +103,7 @@ pub fn fresh(wanted: Vec<BackendPlan>, previous: Option<&Plan>, spares: u32) -> 
     let shapes: BTreeSet<BackendShape> = backends
         .iter()
         .filter(|b| b.mode == BackendMode::Http)
-        .map(BackendPlan::shape)
+        .map(|b| b.shape())
         .chain([plain_shape()])
         .collect();
     let plain = plain_shape();
@@ -112,7 +117,8 @@ pub fn fresh(wanted: Vec<BackendPlan>, previous: Option<&Plan>, spares: u32) -> 
         let count = least.max(lent.saturating_mul(2)).min(MAX_SPARES);
         let tag = shape_tag(&shape);
         for n in 1..=count {
-            backends.push(spare(format!("{SPARE_PREFIX}{tag}_{n:04}"), &shape));
+            let name = format!("{SPARE_PREFIX}{tag}_{n:04}");
+            backends.push(Arc::new(spare(name, &shape)));
         }
     }
     backends.sort_by(|a, b| a.name.cmp(&b.name));
@@ -120,7 +126,7 @@ pub fn fresh(wanted: Vec<BackendPlan>, previous: Option<&Plan>, spares: u32) -> 
 }
 
 /// The spares map of `backends`: each lent spare's Service backend → the spare.
-pub fn spares_map(backends: &[BackendPlan]) -> MapPlan {
+pub fn spares_map(backends: &[Arc<BackendPlan>]) -> MapPlan {
     let mut entries: Vec<MapEntry> = backends
         .iter()
         .filter_map(|b| {
@@ -143,7 +149,7 @@ pub fn spares_map(backends: &[BackendPlan]) -> MapPlan {
 /// served from a spare (a template's `use_backend be_app_web_80` needs it
 /// declared), or a retired one anywhere but its own declaration (a snippet
 /// still using it should fail now, not at some later reload).
-pub fn config_misnames(config: &str, backends: &[BackendPlan]) -> bool {
+pub fn config_misnames(config: &str, backends: &[Arc<BackendPlan>]) -> bool {
     let mut allowed: HashMap<&str, usize> = HashMap::new();
     for backend in backends {
         match &backend.role {
@@ -251,8 +257,8 @@ fn spare(name: String, shape: &BackendShape) -> BackendPlan {
     }
 }
 
-fn lent(spare: &BackendPlan, to: &BackendPlan) -> BackendPlan {
-    BackendPlan {
+fn lent(spare: &BackendPlan, to: &BackendPlan) -> Arc<BackendPlan> {
+    Arc::new(BackendPlan {
         source: to.source.clone(),
         servers: to.servers.clone(),
         role: BackendRole::Lent {
@@ -261,22 +267,22 @@ fn lent(spare: &BackendPlan, to: &BackendPlan) -> BackendPlan {
         },
         service: to.service.clone(),
         ..spare.clone()
-    }
+    })
 }
 
-fn emptied(was: &BackendPlan, source: String, role: BackendRole) -> BackendPlan {
+fn emptied(was: &BackendPlan, source: String, role: BackendRole) -> Arc<BackendPlan> {
     // A retired backend still stands for its Service; an emptied spare for none.
     let service = match role {
         BackendRole::Retired => was.service.clone(),
         _ => None,
     };
-    BackendPlan {
+    Arc::new(BackendPlan {
         source,
         servers: Vec::new(),
         role,
         service,
         ..was.clone()
-    }
+    })
 }
 
 #[cfg(test)]

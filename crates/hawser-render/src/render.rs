@@ -1,6 +1,7 @@
 //! One render: store in, file set + plan + diagnostics out.
 
 use hawser_model::{Kind, ObjectKey, ObjectRef, Store};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -12,7 +13,7 @@ use crate::config::{ConfigError, RenderConfig, Settings};
 use crate::features;
 use crate::gateway::{self, GatewayStatus, GatewayTable};
 use crate::gateway_frontends::{self, GatewayView};
-use crate::ingress::{self, RouteTable, Target, TlsUse};
+use crate::ingress::{KeptRoutes, RouteTable, Target, TlsUse};
 use crate::library::ENTRY_TEMPLATE;
 use crate::report::{Diagnostic, Diagnostics};
 use crate::tls::{self, CertificatePem, DefaultCertificate, ServedCertificates};
@@ -119,6 +120,9 @@ pub struct Renderer {
     /// The backend plans of the last render, reused by one whose Service
     /// and EndpointSlices are the same.
     kept_backends: KeptBackends,
+    /// The routing table of the last render, patched by the next one when
+    /// few Ingresses changed.
+    kept_routes: KeptRoutes,
 }
 
 impl Renderer {
@@ -138,6 +142,7 @@ impl Renderer {
             fixed_time: None,
             memo: ConfigMemo::default(),
             kept_backends: KeptBackends::default(),
+            kept_routes: KeptRoutes::default(),
         })
     }
 
@@ -184,7 +189,8 @@ impl Renderer {
         let mut diags = Diagnostics::default();
         let mut files = FileSet::default();
 
-        let mut routes = ingress::route_table(store, settings, &mut diags);
+        let (routes, route_reports) = self.kept_routes.route_table(store, settings);
+        diags.extend(&route_reports);
         let (gateway_table, mut gateway_status) =
             gateway::gateway_table(store, &settings.gateway_controller, &mut diags);
         let mut gateway_view = gateway_frontends::gateway_view(
@@ -213,18 +219,21 @@ impl Renderer {
             gateway_frontends::TCP_SUFFIX,
             &mut diags,
         );
-        let mut referenced = routes.backends.clone();
-        for (key, referrer) in &gateway_table.backends {
-            referenced
-                .entry(key.clone())
-                .or_insert_with(|| referrer.clone());
-        }
-        let mut ca_files = std::mem::take(&mut routes.ca_files);
+        // The Ingresses' backends, then the Gateway API routes' others.
+        let referenced = routes
+            .backends
+            .iter()
+            .map(|(key, referrers)| (key, &referrers.first))
+            .chain(
+                (gateway_table.backends.iter())
+                    .filter(|(key, _)| !routes.backends.contains_key(key)),
+            );
+        let mut ca_files = routes.ca_files.clone();
         let mut reuse = self.kept_backends.take(store);
         let mut backends = backends::backend_plans(
             store,
             settings,
-            &referenced,
+            referenced,
             &mut ca_files,
             &mut reuse,
             &mut diags,
@@ -254,7 +263,7 @@ impl Renderer {
             files.insert(path, FileKind::CaFile, pem);
         }
         backends.sort_by(|a, b| a.name.cmp(&b.name));
-        add_listener_certificates(&mut routes.tls, &gateway_table);
+        let tls_uses = with_listener_certificates(&routes.tls, &gateway_table);
         let mut maps = route_maps(&routes);
         let (canary_maps, canary_view) = crate::ingress::canary_maps(&routes.canaries);
         maps.extend(canary_maps);
@@ -281,7 +290,7 @@ impl Renderer {
         let default_cert = self.default_certificate(store, &mut diags);
         let certificates = tls::certificates(
             store,
-            &routes.tls,
+            &tls_uses,
             &default_cert,
             self.unix_now(),
             &mut files,
@@ -341,6 +350,7 @@ impl Renderer {
             files.insert(SPARES_MAP_PATH, FileKind::Map, map.to_file());
         }
         files.insert(CONFIG_PATH, FileKind::Config, config);
+        self.kept_routes.keep(routes, route_reports, store);
         Ok(Rendered {
             files,
             plan,
@@ -409,10 +419,12 @@ fn h2_backends(
     ca_files: &mut BTreeMap<String, Vec<u8>>,
     reuse: &mut BackendReuse,
     diags: &mut Diagnostics,
-) -> Vec<BackendPlan> {
+) -> Vec<Arc<BackendPlan>> {
     let h2 = &view.h2_backends;
     let mut plans = backends::backend_plans(store, settings, h2, ca_files, reuse, diags);
     for plan in &mut plans {
+        // A copy: the plan made for the key is the HTTP/1 backend's too.
+        let plan = Arc::make_mut(plan);
         plan.name.push_str(gateway_frontends::H2_SUFFIX);
         plan.source.push_str(" over HTTP/2 (h2c)");
         for server in &mut plan.servers {
@@ -431,9 +443,10 @@ fn tcp_backends(
     ca_files: &mut BTreeMap<String, Vec<u8>>,
     reuse: &mut BackendReuse,
     diags: &mut Diagnostics,
-) -> Vec<BackendPlan> {
+) -> Vec<Arc<BackendPlan>> {
     let mut plans = backends::backend_plans(store, settings, referenced, ca_files, reuse, diags);
     for plan in &mut plans {
+        let plan = Arc::make_mut(plan);
         plan.name.push_str(gateway_frontends::TCP_SUFFIX);
         plan.source.push_str(" over TCP");
         plan.mode = BackendMode::Tcp;
@@ -450,14 +463,19 @@ fn tcp_backends(
 
 /// HTTPS listeners' certificates join the Ingress ones in the crt-list:
 /// served for the listener's hostname, or for their own names when the
-/// listener has none.
-fn add_listener_certificates(uses: &mut BTreeMap<ObjectKey, TlsUse>, table: &GatewayTable) {
+/// listener has none. The Ingresses' uses are borrowed when no listener
+/// has a certificate (the routing table is kept for the next render).
+fn with_listener_certificates<'a>(
+    ingress_uses: &'a BTreeMap<ObjectKey, TlsUse>,
+    table: &GatewayTable,
+) -> Cow<'a, BTreeMap<ObjectKey, TlsUse>> {
+    let mut uses = Cow::Borrowed(ingress_uses);
     for entry in &table.gateways {
         let gateway = ObjectRef::new(Kind::Gateway, entry.gateway.clone());
         for listener in &entry.listeners {
             let Some(tls) = &listener.tls else { continue };
             for secret in &tls.certificates {
-                let usage = uses.entry(secret.clone()).or_default();
+                let usage = uses.to_mut().entry(secret.clone()).or_default();
                 match &listener.hostname {
                     Some(host) => {
                         usage.hosts.insert(host.clone());
@@ -468,6 +486,7 @@ fn add_listener_certificates(uses: &mut BTreeMap<ObjectKey, TlsUse>, table: &Gat
             }
         }
     }
+    uses
 }
 
 /// Exact and prefix routes in one map (a crash or a reader between two maps

@@ -62,6 +62,18 @@ impl Diagnostics {
         self.0.len()
     }
 
+    /// Adds what another part of a render reported (kept from an earlier
+    /// render, when that part was not made again).
+    pub fn extend(&mut self, reported: &[Diagnostic]) {
+        self.0.extend_from_slice(reported);
+    }
+
+    /// What was reported, as it was reported (neither sorted nor
+    /// deduplicated), to be kept.
+    pub fn into_reported(self) -> Vec<Diagnostic> {
+        self.0
+    }
+
     pub fn finish(mut self) -> Vec<Diagnostic> {
         self.0.sort();
         self.0.dedup();

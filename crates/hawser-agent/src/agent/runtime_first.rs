@@ -23,6 +23,7 @@
 //! the new version again).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use hawser_haproxy::{StagedTreeError, TreeFiles};
 use hawser_plan::CONFIG_PATH;
@@ -191,7 +192,7 @@ impl Core {
                 .iter()
                 .find(|b| b.name == backend.name)
             {
-                backend.servers.clone_from(&now.servers);
+                Arc::make_mut(backend).servers.clone_from(&now.servers);
             }
         }
         for op in ops {

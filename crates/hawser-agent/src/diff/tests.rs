@@ -36,18 +36,21 @@ fn server(name: &str, address: &str, port: u16) -> ServerPlan {
 fn base() -> Version {
     let plan = Plan {
         structure_digest: "s1".to_string(),
-        backends: vec![BackendPlan {
-            name: "be_app_web_80".to_string(),
-            source: "Service app/web port 80".to_string(),
-            balance: "roundrobin".to_string(),
-            timeout_server: None,
-            timeout_connect: None,
-            servers: vec![server("a", "10.0.0.1", 80), server("b", "10.0.0.2", 80)],
-            mode: BackendMode::Http,
-            cookie: None,
-            role: Default::default(),
-            service: None,
-        }],
+        backends: vec![
+            BackendPlan {
+                name: "be_app_web_80".to_string(),
+                source: "Service app/web port 80".to_string(),
+                balance: "roundrobin".to_string(),
+                timeout_server: None,
+                timeout_connect: None,
+                servers: vec![server("a", "10.0.0.1", 80), server("b", "10.0.0.2", 80)],
+                mode: BackendMode::Http,
+                cookie: None,
+                role: Default::default(),
+                service: None,
+            }
+            .into(),
+        ],
         maps: vec![MapPlan {
             path: "maps/exact.map".to_string(),
             match_kind: MatchKind::Str,
@@ -85,7 +88,7 @@ fn base() -> Version {
 }
 
 fn servers(v: &mut Version) -> &mut Vec<ServerPlan> {
-    &mut v.plan.backends[0].servers
+    &mut Arc::make_mut(&mut v.plan.backends[0]).servers
 }
 
 fn crt_entries(v: &mut Version) -> &mut Vec<CrtListEntry> {
@@ -268,9 +271,9 @@ fn reload_changes() {
             v.plan.structure_digest = "s2".into()
         }),
         ("backend added", |v| {
-            let mut b = v.plan.backends[0].clone();
+            let mut b = BackendPlan::clone(&v.plan.backends[0]);
             b.name = "be_app_api_80".into();
-            v.plan.backends.push(b);
+            v.plan.backends.push(b.into());
         }),
         ("new map file", |v| {
             v.files.insert("maps/other.map", FileKind::Map, "")
@@ -336,7 +339,7 @@ fn reload_changes() {
 /// `base` with the backend as a spare lent to `to` (or free), serving `servers`.
 fn spare(role: BackendRole, servers: Vec<ServerPlan>) -> Version {
     let mut v = base();
-    let backend = &mut v.plan.backends[0];
+    let backend = Arc::make_mut(&mut v.plan.backends[0]);
     backend.name = "hawser_spare_1".into();
     backend.role = role;
     backend.servers = servers;
@@ -506,9 +509,9 @@ fn servers_of_backends_both_versions_declare_alike_change_alone() {
     let mut desired = base();
     desired.plan.structure_digest = "s2".into();
     servers(&mut desired).push(server("c", "10.0.0.3", 80));
-    let mut other = desired.plan.backends[0].clone();
+    let mut other = BackendPlan::clone(&desired.plan.backends[0]);
     other.name = "be_app_other_80".into();
-    desired.plan.backends.push(other);
+    desired.plan.backends.push(other.into());
     assert!(is_reload(&decide(running.view(), desired.view())));
     assert_eq!(
         server_changes_alone(&running.plan, &desired.plan),

@@ -156,23 +156,26 @@ async fn a_server_whose_keywords_the_policy_refuses_is_never_sent() {
     let with_backend = "backend b\n  balance roundrobin\n";
 
     let mut serving = version(&paths, first, port, "old", with_backend);
-    serving.plan.backends = vec![backend(Vec::new())];
+    serving.plan.backends = vec![backend(Vec::new()).into()];
     handle.submit(serving);
     assert_eq!(outcome(&mut outcomes).await.kind, ApplyKind::Reload);
     let runtime_ops = handle.status().borrow().runtime_ops;
 
     // A file outside the tree, which the policy refuses on any line.
     let mut reading = version(&paths, first.next(), port, "old", with_backend);
-    reading.plan.backends = vec![backend(vec![ServerPlan {
-        name: "s1".to_string(),
-        address: "127.0.0.1".to_string(),
-        port: 9,
-        weight: 1,
-        state: ServerState::Ready,
-        resolve: false,
-        proto: None,
-        keywords: ["ssl", "ca-file", "/etc/passwd"].map(String::from).to_vec(),
-    }])];
+    reading.plan.backends = vec![
+        backend(vec![ServerPlan {
+            name: "s1".to_string(),
+            address: "127.0.0.1".to_string(),
+            port: 9,
+            weight: 1,
+            state: ServerState::Ready,
+            resolve: false,
+            proto: None,
+            keywords: ["ssl", "ca-file", "/etc/passwd"].map(String::from).to_vec(),
+        }])
+        .into(),
+    ];
     handle.submit(reading);
     expect_rejected(outcome(&mut outcomes).await, "/etc/passwd");
     assert_eq!(

@@ -6,27 +6,30 @@ use crate::{BackendMode, BackendPlan, FileKind, MapEntry, MapPlan, ServerPlan, S
 fn plan() -> Plan {
     Plan {
         structure_digest: "abc".into(),
-        backends: vec![BackendPlan {
-            name: "be_app_web_80".into(),
-            source: "Service app/web port 80".into(),
-            balance: "roundrobin".into(),
-            timeout_server: Some("30s".into()),
-            timeout_connect: None,
-            servers: vec![ServerPlan {
-                name: "s1".into(),
-                address: "10.0.0.1".into(),
-                port: 8080,
-                weight: 1,
-                state: ServerState::Maintenance,
-                resolve: false,
-                proto: Some("h2".into()),
-                keywords: Vec::new(),
-            }],
-            mode: BackendMode::Tcp,
-            cookie: None,
-            role: Default::default(),
-            service: None,
-        }],
+        backends: vec![
+            BackendPlan {
+                name: "be_app_web_80".into(),
+                source: "Service app/web port 80".into(),
+                balance: "roundrobin".into(),
+                timeout_server: Some("30s".into()),
+                timeout_connect: None,
+                servers: vec![ServerPlan {
+                    name: "s1".into(),
+                    address: "10.0.0.1".into(),
+                    port: 8080,
+                    weight: 1,
+                    state: ServerState::Maintenance,
+                    resolve: false,
+                    proto: Some("h2".into()),
+                    keywords: Vec::new(),
+                }],
+                mode: BackendMode::Tcp,
+                cookie: None,
+                role: Default::default(),
+                service: None,
+            }
+            .into(),
+        ],
         maps: vec![
             MapPlan::longest_first(
                 crate::ROUTES_MAP_PATH,

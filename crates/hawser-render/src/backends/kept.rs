@@ -38,6 +38,8 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use hawser_model::Store;
+use std::sync::Arc;
+
 use hawser_plan::BackendPlan;
 
 use super::BackendKey;
@@ -51,7 +53,7 @@ pub(crate) struct KeptBackends {
 #[derive(Default)]
 struct Last {
     /// The backend plans it made or reused, by their key.
-    plans: HashMap<BackendKey, BackendPlan>,
+    plans: HashMap<BackendKey, Arc<BackendPlan>>,
     /// The store it rendered (a copy shares the store's maps, so it costs
     /// little); none before the first render.
     store: Option<Store>,
@@ -61,8 +63,8 @@ struct Last {
 /// those it made or reused itself, kept at its end.
 #[derive(Default)]
 pub(crate) struct BackendReuse {
-    last: HashMap<BackendKey, BackendPlan>,
-    next: HashMap<BackendKey, BackendPlan>,
+    last: HashMap<BackendKey, Arc<BackendPlan>>,
+    next: HashMap<BackendKey, Arc<BackendPlan>>,
     /// No Service and no EndpointSlice changed since the last render.
     unchanged: bool,
 }
@@ -109,7 +111,7 @@ impl std::fmt::Debug for KeptBackends {
 impl BackendReuse {
     /// The plan kept for `key`, when no Service and no EndpointSlice
     /// changed since it was made.
-    pub(crate) fn reuse(&mut self, key: &BackendKey) -> Option<BackendPlan> {
+    pub(crate) fn reuse(&mut self, key: &BackendKey) -> Option<Arc<BackendPlan>> {
         if !self.unchanged {
             return None;
         }
@@ -118,9 +120,8 @@ impl BackendReuse {
             return Some(plan.clone());
         }
         let (key, plan) = self.last.remove_entry(key)?;
-        let reused = plan.clone();
-        self.next.insert(key, plan);
-        Some(reused)
+        self.next.insert(key, Arc::clone(&plan));
+        Some(plan)
     }
 
     /// Whether plans made in this render are worth keeping (see the
@@ -131,7 +132,7 @@ impl BackendReuse {
 
     /// Keeps `plan`, made for `key` of its Service and EndpointSlices
     /// alone, and with nothing reported.
-    pub(crate) fn keep(&mut self, key: &BackendKey, plan: &BackendPlan) {
-        self.next.insert(key.clone(), plan.clone());
+    pub(crate) fn keep(&mut self, key: &BackendKey, plan: &Arc<BackendPlan>) {
+        self.next.insert(key.clone(), Arc::clone(plan));
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use hawser_model::{Ingress, ObjectRef, PathType};
 
-use super::{Route, RouteMap, RouteTable, Target, regex, route_keys};
+use super::{Route, RouteTable, Target, regex, route_keys};
 use crate::features::{self, IngressFeatures};
 use crate::report::Diagnostics;
 
@@ -59,11 +59,7 @@ pub(super) fn add_alias_routes(
             .and(feature_set.as_ref())
             .map(|_| index);
         for (map, entry) in route_keys(&route) {
-            let targets = match map {
-                RouteMap::Exact => &mut table.exact,
-                RouteMap::Prefix => &mut table.prefix,
-                RouteMap::Regex => &mut table.regex,
-            };
+            let targets = table.claims_mut(map);
             if let Some(existing) = targets.get(&entry) {
                 if existing.owner != *object {
                     diags.warn(

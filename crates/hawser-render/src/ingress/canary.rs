@@ -6,7 +6,7 @@
 
 use hawser_model::ObjectRef;
 
-use super::{Route, RouteMap, RouteTable, route_keys};
+use super::{Route, RouteTable, route_keys};
 use crate::features::Canary;
 use crate::report::Diagnostics;
 
@@ -31,11 +31,7 @@ pub(super) fn attach(
     let mut backend = None;
     for route in routes {
         for (map, entry) in route_keys(route) {
-            let targets = match map {
-                RouteMap::Exact => &mut table.exact,
-                RouteMap::Prefix => &mut table.prefix,
-                RouteMap::Regex => &mut table.regex,
-            };
+            let targets = table.claims_mut(map);
             let Some(target) = targets.get_mut(&entry) else {
                 diags.warn(
                     object,
@@ -59,10 +55,7 @@ pub(super) fn attach(
             }
             match &backend {
                 None => {
-                    table
-                        .backends
-                        .entry(route.backend.clone())
-                        .or_insert_with(|| object.clone());
+                    table.refer(route.backend.clone(), object);
                     backend = Some(route.backend.name());
                 }
                 Some(first) if *first != route.backend.name() => diags.warn(

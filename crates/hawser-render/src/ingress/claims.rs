@@ -1,7 +1,9 @@
 //! Who keeps a routing-map key two routes claim: the first claim (the
 //! older Ingress, see `route_table`), except that an Exact path outranks a
 //! Prefix one at the same path. A lost claim to another backend is a
-//! warning on the route that lost.
+//! warning on the route that lost. Either returns the key when another
+//! route had claimed it already: a key claimed twice is contested (see
+//! `RouteTable::contested`).
 
 use std::collections::BTreeMap;
 use std::collections::btree_map::Entry;
@@ -15,20 +17,24 @@ pub(super) fn claim_exact(
     key: String,
     target: Target,
     diags: &mut Diagnostics,
-) {
+) -> Option<String> {
     // One search of the map per entry: its keys are compared as strings.
     match map.entry(key) {
         Entry::Vacant(vacant) => {
             vacant.insert(target);
+            None
         }
-        Entry::Occupied(mut taken) => match (target.exact_type, taken.get().exact_type) {
-            (true, false) => {
-                taken.insert(target);
+        Entry::Occupied(mut taken) => {
+            match (target.exact_type, taken.get().exact_type) {
+                (true, false) => {
+                    taken.insert(target);
+                }
+                // An Exact path outranks this prefix at the same path; not a conflict.
+                (false, true) => {}
+                _ => conflict(taken.key(), taken.get(), &target, diags),
             }
-            // An Exact path outranks this prefix at the same path; not a conflict.
-            (false, true) => {}
-            _ => conflict(taken.key(), taken.get(), &target, diags),
-        },
+            Some(taken.key().clone())
+        }
     }
 }
 
@@ -37,12 +43,16 @@ pub(super) fn claim(
     key: String,
     target: Target,
     diags: &mut Diagnostics,
-) {
+) -> Option<String> {
     match map.entry(key) {
         Entry::Vacant(vacant) => {
             vacant.insert(target);
+            None
         }
-        Entry::Occupied(taken) => conflict(taken.key(), taken.get(), &target, diags),
+        Entry::Occupied(taken) => {
+            conflict(taken.key(), taken.get(), &target, diags);
+            Some(taken.key().clone())
+        }
     }
 }
 

@@ -12,16 +12,23 @@ use crate::report::Diagnostics;
 /// The features an Ingress's annotations ask for, and its annotations in
 /// hawser's dialect; `Err` refuses it (a bad value, or an annotation that
 /// must not be served without). What is ignored or served otherwise than
-/// its dialect's controller does is reported as a warning.
+/// its dialect's controller does is reported as a warning. `reads_secrets`
+/// is set when they are read with Secrets of the store.
 pub(super) fn served_features<'a>(
     ingress: &'a Ingress,
     store: &Store,
     settings: &Settings,
     object: &ObjectRef,
+    reads_secrets: &mut bool,
     diags: &mut Diagnostics,
 ) -> Result<(IngressFeatures, Annotations<'a>), String> {
     let (mut features, read) = features::effective_features(ingress, settings)?;
     let in_their_words = |message: String| read.in_their_words(message);
+    *reads_secrets |= features.basic_auth.is_some()
+        || features.client_auth.is_some()
+        || read
+            .map
+            .contains_key(features::BACKEND_CA_SECRET_ANNOTATION);
     if let Some(auth) = &mut features.basic_auth {
         features::resolve_users(auth, store, &ingress.key.namespace)
             .map_err(|e| in_their_words(e.to_string()))?;

@@ -654,7 +654,7 @@ fn default_backend_comes_from_the_oldest_ingress() {
     let backends: Vec<String> = table.backends.keys().map(BackendKey::name).collect();
     assert_eq!(backends, ["be_app_oldest_80"]);
     assert_eq!(
-        table.backends.values().next(),
+        table.backends.values().next().map(|r| &r.first),
         Some(&ingress_ref("app", "b-oldest"))
     );
     assert_eq!(
@@ -762,7 +762,7 @@ fn backends_remember_their_first_referrer() {
     let referrers: Vec<(String, ObjectRef)> = table
         .backends
         .iter()
-        .map(|(k, r)| (k.name(), r.clone()))
+        .map(|(k, r)| (k.name(), r.first.clone()))
         .collect();
     assert_eq!(
         referrers,

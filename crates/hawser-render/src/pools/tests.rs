@@ -2,8 +2,8 @@ use hawser_plan::{BackendPlan, BackendRole, Plan, ServerPlan, ServerState, Servi
 
 use super::*;
 
-fn backend(name: &str, balance: &str, servers: &[&str]) -> BackendPlan {
-    BackendPlan {
+fn backend(name: &str, balance: &str, servers: &[&str]) -> Arc<BackendPlan> {
+    Arc::new(BackendPlan {
         name: name.to_string(),
         source: format!("Service {name}"),
         balance: balance.to_string(),
@@ -30,24 +30,24 @@ fn backend(name: &str, balance: &str, servers: &[&str]) -> BackendPlan {
             service: name.to_string(),
             port: "80".to_string(),
         }),
-    }
+    })
 }
 
-fn plan(backends: Vec<BackendPlan>) -> Plan {
+fn plan(backends: Vec<Arc<BackendPlan>>) -> Plan {
     Plan {
         backends,
         ..Plan::default()
     }
 }
 
-fn named<'a>(backends: &'a [BackendPlan], name: &str) -> &'a BackendPlan {
+fn named<'a>(backends: &'a [Arc<BackendPlan>], name: &str) -> &'a BackendPlan {
     backends
         .iter()
         .find(|b| b.name == name)
         .unwrap_or_else(|| panic!("no backend {name}"))
 }
 
-fn lent_to<'a>(backends: &'a [BackendPlan], name: &str) -> &'a BackendPlan {
+fn lent_to<'a>(backends: &'a [Arc<BackendPlan>], name: &str) -> &'a BackendPlan {
     backends
         .iter()
         .find(|b| b.role.lent_to() == Some(name))
@@ -57,10 +57,10 @@ fn lent_to<'a>(backends: &'a [BackendPlan], name: &str) -> &'a BackendPlan {
 #[test]
 fn a_fresh_render_declares_a_pool_per_http_shape_and_the_plain_one() {
     let mut tcp = backend("be_a_tcp_80_tcp", "roundrobin", &[]);
-    tcp.mode = BackendMode::Tcp;
+    Arc::make_mut(&mut tcp).mode = BackendMode::Tcp;
     let wanted = vec![backend("be_a_web_80", "leastconn", &["10.0.0.1"]), tcp];
     let backends = fresh(wanted, None, 16);
-    let spares: Vec<&BackendPlan> = backends.iter().filter(|b| b.role.is_spare()).collect();
+    let spares: Vec<&Arc<BackendPlan>> = backends.iter().filter(|b| b.role.is_spare()).collect();
     assert_eq!(
         spares.len(),
         16 + 2,
@@ -85,7 +85,7 @@ fn a_new_backend_borrows_a_spare_of_its_shape_and_keeps_it() {
         backend("be_b_new_80", "roundrobin", &["10.0.0.2"]),
     ];
     let second = lend(&wanted, &first).expect("a spare is free");
-    let names = |p: &[BackendPlan]| p.iter().map(|b| b.name.clone()).collect::<Vec<_>>();
+    let names = |p: &[Arc<BackendPlan>]| p.iter().map(|b| b.name.clone()).collect::<Vec<_>>();
     assert_eq!(
         names(&second),
         names(&first.backends),
@@ -103,7 +103,8 @@ fn a_new_backend_borrows_a_spare_of_its_shape_and_keeps_it() {
 
     // The next render keeps it where it is, with its servers as they are now.
     let mut again = wanted.clone();
-    again[1].servers = backend("x", "roundrobin", &["10.0.0.3"]).servers;
+    Arc::make_mut(&mut again[1]).servers =
+        backend("x", "roundrobin", &["10.0.0.3"]).servers.clone();
     let third = lend(&again, &plan(second.clone())).expect("kept");
     let kept = lent_to(&third, "be_b_new_80");
     assert_eq!(kept.name, spare.name);

@@ -10,6 +10,8 @@
 //! writes anything else from a server (a count, a line of its own) changes
 //! the digest with it, and a change of it takes a reload.
 
+use std::sync::Arc;
+
 use sha2::{Digest, Sha256};
 
 use hawser_plan::{BackendPlan, ServerPlan};
@@ -37,7 +39,7 @@ const SECTIONS: &[&str] = &[
 
 /// SHA-256, hex, of `config` without comments, blank lines and the server
 /// lines of `backends`' servers.
-pub(super) fn structure_digest(config: &str, backends: &[BackendPlan]) -> String {
+pub(super) fn structure_digest(config: &str, backends: &[Arc<BackendPlan>]) -> String {
     let mut servers: &[ServerPlan] = &[];
     let mut hasher = Sha256::new();
     for line in config.lines() {
@@ -66,7 +68,7 @@ pub(super) fn structure_digest(config: &str, backends: &[BackendPlan]) -> String
 }
 
 /// The servers the plan declares in backend `name` (both sorted by name).
-fn declared<'a>(backends: &'a [BackendPlan], name: &str) -> &'a [ServerPlan] {
+fn declared<'a>(backends: &'a [Arc<BackendPlan>], name: &str) -> &'a [ServerPlan] {
     backends
         .binary_search_by(|b| b.name.as_str().cmp(name))
         .map_or(&[], |at| &backends[at].servers)
@@ -74,12 +76,14 @@ fn declared<'a>(backends: &'a [BackendPlan], name: &str) -> &'a [ServerPlan] {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use hawser_plan::{BackendPlan, ServerPlan, ServerState};
 
     use super::structure_digest;
 
-    fn backend(name: &str, servers: &[&str]) -> BackendPlan {
-        BackendPlan {
+    fn backend(name: &str, servers: &[&str]) -> Arc<BackendPlan> {
+        Arc::new(BackendPlan {
             name: name.into(),
             source: format!("Service {name}"),
             balance: "roundrobin".into(),
@@ -102,7 +106,7 @@ mod tests {
             cookie: None,
             role: Default::default(),
             service: None,
-        }
+        })
     }
 
     const BASE: &str = "global\n  maxconn 100\nbackend be_a\n  balance roundrobin\n";

@@ -34,6 +34,8 @@
 
 use std::sync::Mutex;
 
+use std::sync::Arc;
+
 use hawser_plan::BackendPlan;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -65,7 +67,7 @@ pub(super) struct ConfigMemo {
 
 struct Written {
     rest: RestKey,
-    backends: Vec<BackendPlan>,
+    backends: Vec<Arc<BackendPlan>>,
     config: String,
     structure_digest: String,
 }
@@ -74,7 +76,11 @@ impl ConfigMemo {
     /// haproxy.cfg and its structure digest, when the last one written was
     /// written from a context whose rest has this key and whose plan
     /// declares these backends.
-    pub(super) fn get(&self, rest: RestKey, backends: &[BackendPlan]) -> Option<(String, String)> {
+    pub(super) fn get(
+        &self,
+        rest: RestKey,
+        backends: &[Arc<BackendPlan>],
+    ) -> Option<(String, String)> {
         let last = self.last.lock().ok()?;
         let written = last
             .as_ref()
@@ -87,7 +93,7 @@ impl ConfigMemo {
     pub(super) fn put(
         &self,
         rest: RestKey,
-        backends: &[BackendPlan],
+        backends: &[Arc<BackendPlan>],
         config: &str,
         structure_digest: &str,
     ) {

@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use std::sync::Arc;
+
 use hawser_plan::{BackendPlan, MapPlan, Plan, SPARES_MAP_PATH};
 use serde::Serialize;
 
@@ -30,7 +32,7 @@ struct TemplateContext<'a> {
 #[derive(Serialize)]
 struct PlanView<'a> {
     structure_digest: &'static str,
-    backends: &'a [BackendPlan],
+    backends: &'a [Arc<BackendPlan>],
     #[serde(skip_serializing_if = "Option::is_none")]
     maps: Option<&'a [MapPlan]>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -125,7 +127,7 @@ impl ConfigWriter<'_> {
     pub(super) fn write_following(
         &self,
         plan: &mut Plan,
-        wanted: Vec<BackendPlan>,
+        wanted: Vec<Arc<BackendPlan>>,
         previous: Option<&Plan>,
         spares: u32,
     ) -> Result<String, RenderError> {
@@ -153,7 +155,11 @@ impl ConfigWriter<'_> {
 
     /// Declares `backends` in `plan` (and the spares map that goes with
     /// them), writes haproxy.cfg and sets the structure digest.
-    fn write(&self, plan: &mut Plan, backends: Vec<BackendPlan>) -> Result<String, RenderError> {
+    fn write(
+        &self,
+        plan: &mut Plan,
+        backends: Vec<Arc<BackendPlan>>,
+    ) -> Result<String, RenderError> {
         plan.backends = backends;
         let spares = pools::spares_map(&plan.backends);
         if let Some(map) = plan.maps.iter_mut().find(|m| m.path == SPARES_MAP_PATH) {

@@ -119,15 +119,49 @@ fn change(store: &mut Store, removed: &mut Vec<Object>, random: &mut Random) -> 
                 return "nothing".into();
             };
             let key = ingress.key.clone();
+            // Some of these make an Ingress's routes depend on others'
+            // or on claim order, which a kept routing table must see.
             let toggles = [
                 ("hawser.dev/ssl-redirect", "false"),
                 ("hawser.dev/hsts", "false"),
                 ("hawser.dev/allow-list", "10.0.0.0/8"),
                 ("hawser.dev/proxy-body-size", "1m"),
+                ("hawser.dev/backend-protocol", "HTTPS"),
+                ("hawser.dev/use-regex", "true"),
+                ("hawser.dev/rewrite-target", "/"),
+                ("hawser.dev/server-alias", "h1.example"),
+                ("hawser.dev/from-to-www-redirect", "true"),
+                ("hawser.dev/ssl-passthrough", "true"),
+                ("hawser.dev/canary", "true"),
             ];
-            let (name, value) = toggles[random.below(toggles.len())];
+            // Or annotations that read other objects: a Service (external
+            // authentication), a Secret (users, a client CA).
+            let service = random.pick(&services).cloned();
+            let secret = store
+                .secrets()
+                .find(|s| s.key.namespace == key.namespace)
+                .map(|s| s.key.name.clone());
+            let (name, value) = match (random.below(toggles.len() + 3), service, secret) {
+                (n, Some(service), _) if n == toggles.len() => (
+                    "hawser.dev/auth-url",
+                    format!("http://{}.{}.svc/check", service.name, service.namespace),
+                ),
+                (n, _, Some(secret)) if n == toggles.len() + 1 => {
+                    ingress
+                        .annotations
+                        .insert("hawser.dev/auth-type".into(), "basic".into());
+                    ("hawser.dev/auth-secret", secret)
+                }
+                (n, _, Some(secret)) if n == toggles.len() + 2 => {
+                    ("hawser.dev/client-auth-secret", secret)
+                }
+                (n, ..) => {
+                    let (name, value) = toggles[n % toggles.len()];
+                    (name, value.to_string())
+                }
+            };
             if ingress.annotations.remove(name).is_none() {
-                ingress.annotations.insert(name.into(), value.into());
+                ingress.annotations.insert(name.into(), value);
             }
             if let Some(rule) = ingress.rules.first_mut()
                 && random.below(3) == 0
@@ -289,6 +323,7 @@ fn incremental_renders_equal_cold_renders_after_random_changes() {
         "tls",
         "endpoints",
         "hosts",
+        "default-backend",
     ] {
         let case = support::render_case(name);
         let mut store = case.store;

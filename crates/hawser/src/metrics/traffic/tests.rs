@@ -36,7 +36,7 @@ fn lent(to: &str) -> BackendRole {
 
 fn served(backends: Vec<BackendPlan>) -> ServedBackends {
     ServedBackends::of(&Plan {
-        backends,
+        backends: backends.into_iter().map(Into::into).collect(),
         ..Plan::default()
     })
 }
