@@ -378,35 +378,36 @@ fn spares_changing_hands(running: &Plan, desired: &Plan, reasons: &mut Vec<Strin
     }
 }
 
-fn diff_backends(
-    running: &[Arc<BackendPlan>],
-    desired: &[Arc<BackendPlan>],
+fn diff_backends<'a>(
+    running: &'a [Arc<BackendPlan>],
+    desired: &'a [Arc<BackendPlan>],
     reasons: &mut Vec<String>,
 ) -> (Vec<RuntimeOp>, Vec<RuntimeOp>) {
     let mut changes = Vec::new();
     let mut removes = Vec::new();
-    let index = |backends: &[Arc<BackendPlan>]| -> BTreeMap<String, BTreeMap<String, ServerPlan>> {
-        backends
-            .iter()
-            .map(|b| {
-                let servers = b
-                    .servers
-                    .iter()
-                    .map(|s| (s.name.clone(), s.clone()))
-                    .collect();
-                (b.name.clone(), servers)
-            })
-            .collect()
+    let by_name = |backends: &'a [Arc<BackendPlan>]| -> BTreeMap<&'a str, &'a BackendPlan> {
+        backends.iter().map(|b| (b.name.as_str(), &**b)).collect()
     };
-    let (old, new) = (index(running), index(desired));
+    let (old, new) = (by_name(running), by_name(desired));
     if old.keys().ne(new.keys()) {
         reasons.push("the set of backends changed".to_string());
         return (changes, removes);
     }
-    for (backend, new_servers) in &new {
-        let old_servers = &old[backend];
-        for (name, server) in new_servers {
-            let Some(was) = old_servers.get(name) else {
+    let servers = |backend: &'a BackendPlan| -> BTreeMap<&'a str, &'a ServerPlan> {
+        (backend.servers.iter())
+            .map(|s| (s.name.as_str(), s))
+            .collect()
+    };
+    for (&backend, &now) in &new {
+        let was = old[backend];
+        // Shared with the running plan, or equal: nothing to change.
+        if std::ptr::eq(was, now) || was.servers == now.servers {
+            continue;
+        }
+        let (old_servers, new_servers) = (servers(was), servers(now));
+        let backend = backend.to_string();
+        for (&name, &server) in &new_servers {
+            let Some(&was) = old_servers.get(name) else {
                 if server.resolve {
                     reasons.push(format!("DNS-named server {backend}/{name} is new"));
                 } else {
@@ -432,7 +433,7 @@ fn diff_backends(
             if (&was.address, was.port) != (&server.address, server.port) {
                 changes.push(RuntimeOp::SetServerAddress {
                     backend: backend.clone(),
-                    server: name.clone(),
+                    server: name.to_string(),
                     address: server.address.clone(),
                     port: server.port,
                 });
@@ -440,19 +441,19 @@ fn diff_backends(
             if was.weight != server.weight {
                 changes.push(RuntimeOp::SetServerWeight {
                     backend: backend.clone(),
-                    server: name.clone(),
+                    server: name.to_string(),
                     weight: server.weight,
                 });
             }
             if was.state != server.state {
                 changes.push(RuntimeOp::SetServerState {
                     backend: backend.clone(),
-                    server: name.clone(),
+                    server: name.to_string(),
                     state: server.state,
                 });
             }
         }
-        for (name, was) in old_servers {
+        for (&name, &was) in &old_servers {
             if new_servers.contains_key(name) {
                 continue;
             }
@@ -461,7 +462,7 @@ fn diff_backends(
             } else {
                 removes.push(RuntimeOp::RemoveServer {
                     backend: backend.clone(),
-                    server: name.clone(),
+                    server: name.to_string(),
                 });
             }
         }
