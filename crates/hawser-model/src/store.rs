@@ -6,6 +6,8 @@
 //! copies only the O(log n) path to it. The admission webhook judges each
 //! candidate on such a clone of the controller's snapshot.
 
+use std::collections::BTreeSet;
+
 use imbl::ordmap::DiffItem;
 use imbl::{OrdMap, OrdSet};
 
@@ -232,6 +234,33 @@ impl Store {
         Some(changed)
     }
 
+    /// The Services whose object or EndpointSlices were added, changed or
+    /// removed from this store to `newer` (a copy of it, changed since), or
+    /// none when more than `limit` such objects changed. Found by the maps'
+    /// shared nodes, as [`Store::ingress_changes`].
+    pub fn services_changed(&self, newer: &Store, limit: usize) -> Option<BTreeSet<ObjectKey>> {
+        let mut changed = BTreeSet::new();
+        let services = self.services.diff(&newer.services).map(|item| match item {
+            DiffItem::Add(key, _)
+            | DiffItem::Remove(key, _)
+            | DiffItem::Update { new: (key, _), .. } => [Some(key.clone()), None],
+        });
+        let slices = (self.endpoint_slices.diff(&newer.endpoint_slices)).map(|item| match item {
+            DiffItem::Add(_, slice) | DiffItem::Remove(_, slice) => [slice_service(slice), None],
+            DiffItem::Update {
+                old: (_, old),
+                new: (_, new),
+            } => [slice_service(old), slice_service(new)],
+        });
+        for (seen, services) in services.chain(slices).enumerate() {
+            if seen == limit {
+                return None;
+            }
+            changed.extend(services.into_iter().flatten());
+        }
+        Some(changed)
+    }
+
     /// Whether `other` is a copy of this store in which no object of
     /// `kind` was inserted or removed since (it may differ in any other
     /// kind). Constant time, as [`Store::shares_services_and_endpoints`].
@@ -392,6 +421,60 @@ mod tests {
         ));
         assert_eq!(store.endpoint_slices_for(&web).count(), 0);
         assert_eq!(store.len(), 1);
+    }
+
+    #[test]
+    fn what_changed_since_a_copy_is_found_and_bounded() {
+        let mut store = Store::new();
+        for i in 0..100 {
+            store.insert(Object::EndpointSlice(slice(
+                &format!("s-{i}"),
+                &format!("svc-{i}"),
+            )));
+        }
+        let ingress = |name: &str| {
+            Object::Ingress(Ingress {
+                key: ObjectKey::new("app", name),
+                created: None,
+                class_name: None,
+                annotations: Default::default(),
+                default_backend: None,
+                tls: vec![],
+                rules: vec![],
+            })
+        };
+        store.insert(ingress("kept"));
+        let mut copy = store.clone();
+        assert_eq!(store.ingress_changes(&copy, 8), Some(vec![]));
+        assert_eq!(store.services_changed(&copy, 8), Some(BTreeSet::new()));
+        assert!(store.shares(&copy, Kind::Ingress) && store.shares(&copy, Kind::EndpointSlice));
+
+        // A slice moved from one Service to another changes both.
+        copy.insert(Object::EndpointSlice(slice("s-1", "svc-moved")));
+        copy.insert(ingress("new"));
+        assert!(!store.shares(&copy, Kind::EndpointSlice) && store.shares(&copy, Kind::Service));
+        let changed: Vec<String> = (store.services_changed(&copy, 8).expect("few"))
+            .into_iter()
+            .map(|key| key.name)
+            .collect();
+        assert_eq!(changed, ["svc-1", "svc-moved"]);
+        assert_eq!(
+            store.ingress_changes(&copy, 8),
+            Some(vec![ObjectKey::new("app", "new")])
+        );
+        // Re-inserting an equal object copies nodes but changes nothing.
+        copy.insert(ingress("kept"));
+        assert_eq!(store.ingress_changes(&copy, 8).map(|c| c.len()), Some(1));
+
+        for i in 0..20 {
+            copy.insert(Object::EndpointSlice(slice(&format!("s-{i}"), "elsewhere")));
+        }
+        assert_eq!(
+            store.services_changed(&copy, 8),
+            None,
+            "more than the limit"
+        );
+        assert!(store.services_changed(&copy, 64).is_some());
     }
 
     #[test]

@@ -261,8 +261,7 @@ pub(crate) fn backend_plans<'a>(
                 server.proto = settings.features.proto().map(str::to_string);
             }
             // Made of the Service and its EndpointSlices alone, nothing reported.
-            let alone = reuse.keeping()
-                && settings.features.ca.is_none()
+            let alone = settings.features.ca.is_none()
                 && diags.len() == reported
                 && !service_warnings.contains_key(&service_ref);
             let plan = Arc::new(plan);

@@ -1,9 +1,10 @@
-//! Backend plans kept from the last render, reused by the next one when no
-//! Service and no EndpointSlice changed in between: a change of Ingresses
-//! alone then makes no backend plan again.
+//! Backend plans kept from the last render, reused by the next one for
+//! every Service whose object and EndpointSlices did not change in
+//! between: a change of Ingresses, or of one Service's endpoints, makes
+//! no other backend plan again.
 //!
 //! ```text
-//! render start ── take ──▶ BackendReuse { last } ── reuse / keep, per backend ──▶ { next }
+//! render start ── take ──▶ BackendReuse { last, changed Services } ── reuse / keep, per backend ──▶ { next }
 //! render end   ◀── keep ── next (the plans this render made or reused), and its store
 //! ```
 //!
@@ -13,36 +14,32 @@
 //! settings, which never change for one renderer; and so is whether its
 //! making reports anything. A plan is kept only when its making read
 //! nothing else (no CA Secret) and reported nothing (no diagnostic to
-//! replay). Kept plans are reused only when the store rendered is a copy of
-//! the last render's in which no Service and no EndpointSlice changed
-//! (`Store::shares_services_and_endpoints`, which the copy of the last
-//! store kept here makes sound: its maps stay alive, so a shared map is
-//! the same map, never a new one in reused memory). Then every plan a new
-//! render would make from them is the one kept.
+//! replay). A kept plan is reused when the store rendered is a copy of the
+//! last render's and its Service is not among those whose object or
+//! EndpointSlices changed since (`Store::services_changed`, found by the
+//! store's shared nodes, which the copy of the last store kept here makes
+//! sound: its nodes stay alive, so a shared node is the same node, never a
+//! new one in reused memory). Then every plan a new render would make
+//! from them is the one kept. More than [`CHANGED_LIMIT`] changed objects,
+//! a renderer's first render and a store built from nothing reuse no plan.
 //!
-//! Plans are kept only by such a render too. Keeping copies every plan,
-//! about a seventh of a render of 10,000 Ingresses, and comparing each
-//! plan's Service and EndpointSlices one by one after a change of some
-//! cost as much as making the plans again: a render after endpoint churn,
-//! a renderer's first render and a store built from nothing neither keep
-//! nor reuse; from the second render in a row that changes no Service and
-//! no EndpointSlice, plans are reused.
-//!
-//! What is kept is what the last render used, no more: a backend no route
-//! names any longer is forgotten with that render. Renders on several
-//! threads with one renderer each take what is kept at their start (the
-//! others then find nothing and make every plan), and the last to end
-//! keeps its own.
+//! Plans are shared (`Arc`): keeping one copies its key only. What is kept
+//! is what the last render used, no more: a backend no route names any
+//! longer is forgotten with that render. Renders on several threads with
+//! one renderer each take what is kept at their start (the others then
+//! find nothing and make every plan), and the last to end keeps its own.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 
-use hawser_model::Store;
-use std::sync::Arc;
-
+use hawser_model::{ObjectKey, Store};
 use hawser_plan::BackendPlan;
 
 use super::BackendKey;
+
+/// More Services and EndpointSlices changed than this since the last
+/// render: no plan is reused (each reuse looks through those changed).
+pub(crate) const CHANGED_LIMIT: usize = 64;
 
 /// What the last render kept.
 #[derive(Default)]
@@ -65,8 +62,9 @@ struct Last {
 pub(crate) struct BackendReuse {
     last: HashMap<BackendKey, Arc<BackendPlan>>,
     next: HashMap<BackendKey, Arc<BackendPlan>>,
-    /// No Service and no EndpointSlice changed since the last render.
-    unchanged: bool,
+    /// The Services whose object or EndpointSlices changed since the last
+    /// render; none: no plan kept may be reused.
+    changed: Option<BTreeSet<ObjectKey>>,
 }
 
 impl KeptBackends {
@@ -78,14 +76,12 @@ impl KeptBackends {
             .lock()
             .map(|mut last| std::mem::take(&mut *last))
             .unwrap_or_default();
-        let unchanged = last
-            .store
-            .as_ref()
-            .is_some_and(|rendered| rendered.shares_services_and_endpoints(store));
+        let changed = (last.store.as_ref())
+            .and_then(|rendered| rendered.services_changed(store, CHANGED_LIMIT));
         BackendReuse {
-            next: HashMap::with_capacity(if unchanged { last.plans.len() } else { 0 }),
+            next: HashMap::with_capacity(last.plans.len()),
             last: last.plans,
-            unchanged,
+            changed,
         }
     }
 
@@ -109,25 +105,22 @@ impl std::fmt::Debug for KeptBackends {
 }
 
 impl BackendReuse {
-    /// The plan kept for `key`, when no Service and no EndpointSlice
-    /// changed since it was made.
+    /// The plan kept for `key`, when its Service and EndpointSlices did
+    /// not change since it was made.
     pub(crate) fn reuse(&mut self, key: &BackendKey) -> Option<Arc<BackendPlan>> {
-        if !self.unchanged {
+        let changed = self.changed.as_ref()?;
+        let named =
+            |service: &ObjectKey| service.namespace == key.namespace && service.name == key.service;
+        if changed.iter().any(named) {
             return None;
         }
         // The h2c and TCP twins of a backend are made from the same key.
         if let Some(plan) = self.next.get(key) {
-            return Some(plan.clone());
+            return Some(Arc::clone(plan));
         }
         let (key, plan) = self.last.remove_entry(key)?;
         self.next.insert(key, Arc::clone(&plan));
         Some(plan)
-    }
-
-    /// Whether plans made in this render are worth keeping (see the
-    /// module's header); a render asks before it copies one.
-    pub(crate) fn keeping(&self) -> bool {
-        self.unchanged
     }
 
     /// Keeps `plan`, made for `key` of its Service and EndpointSlices

@@ -36,6 +36,11 @@
 //! - what a changed Ingress's part reports is all that the table reports
 //!   about that Ingress: it replaces what was reported about it.
 //!
+//! The changed Ingresses and the kinds that changed are found by the
+//! store's shared nodes (`Store::ingress_changes`, `Store::shares`), which
+//! the copy of the last store kept here makes sound: its nodes stay alive,
+//! so a node shared is the same node, never a new one in reused memory.
+//!
 //! More than [`PATCH_LIMIT`] changed Ingresses make the table again too. A
 //! render after only Services, EndpointSlices or Gateway API objects
 //! changed finds no Ingress changed and takes the table as it is. The
