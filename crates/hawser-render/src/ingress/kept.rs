@@ -149,7 +149,7 @@ fn patch(kept: &mut Kept, store: &Store, settings: &Settings) -> Option<()> {
         kept.reported.extend(new.reported);
     }
     for secret in secrets {
-        retell_tls_use(&mut kept.table, secret, store)?;
+        remake_tls_use(&mut kept.table, secret, store)?;
     }
     kept.store = store.clone();
     Some(())
@@ -266,7 +266,7 @@ fn replace(
 
 /// Makes the use of `secret` again from the Ingresses naming it; none when
 /// a host of it asks clients for a certificate.
-fn retell_tls_use(table: &mut RouteTable, secret: ObjectKey, store: &Store) -> Option<()> {
+fn remake_tls_use(table: &mut RouteTable, secret: ObjectKey, store: &Store) -> Option<()> {
     let Some(kept) = table.tls.remove(&secret) else {
         return Some(());
     };
