@@ -50,18 +50,25 @@ pub(crate) struct KeptBackends {
 #[derive(Default)]
 struct Last {
     /// The backend plans it made or reused, by their key.
-    plans: HashMap<BackendKey, Arc<BackendPlan>>,
+    plans: HashMap<BackendKey, KeptPlan>,
     /// The store it rendered (a copy shares the store's maps, so it costs
     /// little); none before the first render.
     store: Option<Store>,
+}
+
+/// A plan kept, and whether the render under way made or reused it (the
+/// others are forgotten at its end). One map for both, so that a plan
+/// reused is found with one lookup of its key.
+struct KeptPlan {
+    plan: Arc<BackendPlan>,
+    used: bool,
 }
 
 /// One render's use of the kept plans: those of the last render, and
 /// those it made or reused itself, kept at its end.
 #[derive(Default)]
 pub(crate) struct BackendReuse {
-    last: HashMap<BackendKey, Arc<BackendPlan>>,
-    next: HashMap<BackendKey, Arc<BackendPlan>>,
+    plans: HashMap<BackendKey, KeptPlan>,
     /// The Services whose object or EndpointSlices changed since the last
     /// render; none: no plan kept may be reused.
     changed: Option<BTreeSet<ObjectKey>>,
@@ -79,8 +86,7 @@ impl KeptBackends {
         let changed = (last.store.as_ref())
             .and_then(|rendered| rendered.services_changed(store, CHANGED_LIMIT));
         BackendReuse {
-            next: HashMap::with_capacity(last.plans.len()),
-            last: last.plans,
+            plans: last.plans,
             changed,
         }
     }
@@ -88,9 +94,11 @@ impl KeptBackends {
     /// Keeps what `reuse`'s render of `store` made or reused, for the next
     /// one.
     pub(crate) fn keep(&self, reuse: BackendReuse, store: &Store) {
+        let mut plans = reuse.plans;
+        plans.retain(|_, kept| std::mem::replace(&mut kept.used, false));
         if let Ok(mut last) = self.last.lock() {
             *last = Last {
-                plans: reuse.next,
+                plans,
                 store: Some(store.clone()),
             };
         }
@@ -114,18 +122,18 @@ impl BackendReuse {
         if changed.iter().any(named) {
             return None;
         }
-        // The h2c and TCP twins of a backend are made from the same key.
-        if let Some(plan) = self.next.get(key) {
-            return Some(Arc::clone(plan));
-        }
-        let (key, plan) = self.last.remove_entry(key)?;
-        self.next.insert(key, Arc::clone(&plan));
-        Some(plan)
+        // The h2c and TCP twins of a backend are made from the same key,
+        // and find it used already.
+        let kept = self.plans.get_mut(key)?;
+        kept.used = true;
+        Some(Arc::clone(&kept.plan))
     }
 
     /// Keeps `plan`, made for `key` of its Service and EndpointSlices
     /// alone, and with nothing reported.
     pub(crate) fn keep(&mut self, key: &BackendKey, plan: &Arc<BackendPlan>) {
-        self.next.insert(key.clone(), Arc::clone(plan));
+        let plan = Arc::clone(plan);
+        self.plans
+            .insert(key.clone(), KeptPlan { plan, used: true });
     }
 }
