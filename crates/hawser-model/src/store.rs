@@ -263,7 +263,9 @@ impl Store {
 
     /// Whether `other` is a copy of this store in which no object of
     /// `kind` was inserted or removed since (it may differ in any other
-    /// kind). Constant time, as [`Store::shares_services_and_endpoints`].
+    /// kind). Checked in constant time, by the maps' shared nodes (a map
+    /// changes by copying what it changes, never in place): it may say no
+    /// of two stores with equal objects of that kind.
     pub fn shares(&self, other: &Store, kind: Kind) -> bool {
         match kind {
             Kind::Ingress => self.ingresses.ptr_eq(&other.ingresses),
@@ -305,15 +307,6 @@ impl Store {
             .into_iter()
             .flatten()
             .filter_map(|key| self.endpoint_slices.get(key))
-    }
-
-    /// Whether `other` is a copy of this store in which no Service and no
-    /// EndpointSlice was inserted or removed since (it may differ in any
-    /// other kind). Checked in constant time, by the maps' shared nodes
-    /// (a map changes by copying what it changes, never in place): it may
-    /// say no of two stores with equal Services and EndpointSlices.
-    pub fn shares_services_and_endpoints(&self, other: &Store) -> bool {
-        self.shares(other, Kind::Service) && self.shares(other, Kind::EndpointSlice)
     }
 
     pub fn secret(&self, key: &ObjectKey) -> Option<&Secret> {

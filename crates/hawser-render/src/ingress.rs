@@ -281,7 +281,7 @@ fn table_of(
             });
         match served {
             Ok((routes, default_backend, mut features)) => {
-                let key = format!("{}/{}", ingress.key.namespace, ingress.key.name);
+                let key = features_key(&ingress.key);
                 if let Some(canary) = features.canary.take() {
                     // Shares the routes of others: attached once they are all in.
                     canaries.push((object, key, routes, canary));
@@ -352,6 +352,12 @@ fn table_of(
         regex::host_wide(&mut table, &regex_hosts);
     }
     table
+}
+
+/// What an Ingress is known by in [`RouteTable::features`] (and canaries,
+/// rewrites and feature sets): `namespace/name`.
+fn features_key(ingress: &ObjectKey) -> String {
+    format!("{}/{}", ingress.namespace, ingress.name)
 }
 
 /// Checks every host, path and backend of an Ingress; one bad value rejects it whole.

@@ -270,18 +270,23 @@ fn lent(spare: &BackendPlan, to: &BackendPlan) -> Arc<BackendPlan> {
     })
 }
 
-fn emptied(was: &BackendPlan, source: String, role: BackendRole) -> Arc<BackendPlan> {
+fn emptied(was: &Arc<BackendPlan>, source: String, role: BackendRole) -> Arc<BackendPlan> {
     // A retired backend still stands for its Service; an emptied spare for none.
     let service = match role {
         BackendRole::Retired => was.service.clone(),
         _ => None,
     };
+    // Empty already (a free spare staying free): the same plan, shared.
+    if was.servers.is_empty() && was.source == source && was.role == role && was.service == service
+    {
+        return Arc::clone(was);
+    }
     Arc::new(BackendPlan {
         source,
         servers: Vec::new(),
         role,
         service,
-        ..was.clone()
+        ..BackendPlan::clone(was)
     })
 }
 

@@ -54,7 +54,8 @@ use std::sync::Mutex;
 use hawser_model::{Ingress, Kind, ObjectKey, ObjectRef, Store};
 
 use super::{
-    RouteMap, RouteTable, TlsUse, add_tls_hosts, claim_order, owned, route_table, table_of,
+    RouteMap, RouteTable, TlsUse, add_tls_hosts, claim_order, features_key, owned, route_table,
+    table_of,
 };
 use crate::config::Settings;
 use crate::report::{Diagnostic, Diagnostics};
@@ -250,8 +251,7 @@ fn replace(
 
     table.reads_secrets |= new.reads_secrets;
     table.reads_services |= new.reads_services;
-    let id = format!("{}/{}", object.key.namespace, object.key.name);
-    table.features.remove(&id);
+    table.features.remove(&features_key(&object.key));
     table.features.extend(new.features);
 
     for secret in old.tls.keys() {

@@ -32,9 +32,7 @@
 //! tenth of a cold render; comparing them costs little, and a miss copies
 //! them once.
 
-use std::sync::Mutex;
-
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use hawser_plan::BackendPlan;
 use serde::Serialize;

@@ -3,7 +3,6 @@
 //! digest from it.
 
 use std::collections::BTreeMap;
-
 use std::sync::Arc;
 
 use hawser_plan::{BackendPlan, MapPlan, Plan, SPARES_MAP_PATH};
