@@ -77,7 +77,7 @@ pub use status::{INGRESS_STATUS_RETRY, publish_status};
 use self::extra::{ExtraChange, ExtraObjects};
 use self::seen::Cluster;
 use self::watch::Message;
-use crate::coalesce::{Change, Coalescer, sleep_until};
+use crate::coalesce::{Change, Coalescer, QUEUED_AT_ONCE, sleep_until};
 use crate::cycle::{ControllerStatus, Deliver, RenderCycle, SourceRead};
 use crate::quarantine::Judge;
 
@@ -199,24 +199,7 @@ pub async fn run_kube(
             }
             message = watching.messages.recv() => {
                 let Some(message) = message else { break };
-                let effect = watching.cluster.apply(message);
-                // An object whose Secrets are still being read is not
-                // complete yet: rendered at once, it would be served
-                // without them for a generation.
-                let change = if effect.fetch.is_empty() {
-                    Change::Complete
-                } else {
-                    Change::Partial
-                };
-                for key in effect.fetch {
-                    watching.fetch_secret(&client, key);
-                }
-                if effect.changed {
-                    coalescer.changed(Instant::now(), change);
-                }
-                if effect.watch_status {
-                    watching.report(&status);
-                }
+                watching.take(message, &client, &mut coalescer, &status);
             }
             Some((index, change)) = watching.extra_messages.recv() => {
                 if watching.extra.apply(index, change) {
@@ -234,6 +217,18 @@ pub async fn run_kube(
             }
             () = sleep_until(deadline) => {
                 let Some(renderer) = &current.renderer else { continue };
+                // Objects of the same operation already received (a
+                // Service applied with its Ingress) are rendered together.
+                // They may ask for more quiet (a Secret still being read).
+                for _ in 0..QUEUED_AT_ONCE {
+                    let Ok(message) = watching.messages.try_recv() else { break };
+                    watching.take(message, &client, &mut coalescer, &status);
+                }
+                if watching.rendered
+                    && coalescer.deadline(false).is_some_and(|later| later > Instant::now())
+                {
+                    continue;
+                }
                 let started = Instant::now();
                 coalescer.rendering(started);
                 watching.rendered = true;
@@ -337,6 +332,34 @@ impl Watching {
     /// Every watch has listed: a render sees all that is watched.
     fn ready(&self) -> bool {
         self.cluster.ready() && self.extra.ready()
+    }
+
+    /// Applies a watch `message` to the cluster and notes the change.
+    fn take(
+        &mut self,
+        message: Message,
+        client: &Client,
+        coalescer: &mut Coalescer,
+        status: &channel::Sender<ControllerStatus>,
+    ) {
+        let effect = self.cluster.apply(message);
+        // An object whose Secrets are still being read is not complete
+        // yet: rendered at once, it would be served without them for a
+        // generation.
+        let change = if effect.fetch.is_empty() {
+            Change::Complete
+        } else {
+            Change::Partial
+        };
+        for key in effect.fetch {
+            self.fetch_secret(client, key);
+        }
+        if effect.changed {
+            coalescer.changed(Instant::now(), change);
+        }
+        if effect.watch_status {
+            self.report(status);
+        }
     }
 
     fn report(&self, status: &channel::Sender<ControllerStatus>) {

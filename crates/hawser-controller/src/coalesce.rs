@@ -43,6 +43,10 @@ pub const BURST: Duration = Duration::from_millis(200);
 /// The longest a change waits, however busy the source.
 pub const LIMIT: Duration = Duration::from_secs(1);
 
+/// At most this many changes already queued are taken together before a
+/// source looks at its deadline again (the rest at its next turn).
+pub const QUEUED_AT_ONCE: usize = 256;
+
 /// What a source knows of a change when it sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Change {
@@ -124,9 +128,12 @@ impl Coalescer {
     }
 }
 
-/// Sleeps until `deadline`; for ever without one.
+/// Sleeps until `deadline`; for ever without one. A deadline already due
+/// returns at once: the timer would round it up to its next millisecond
+/// tick, and a lone change would wait for that.
 pub async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
+        Some(deadline) if deadline <= Instant::now() => {}
         Some(deadline) => tokio::time::sleep_until(deadline).await,
         None => std::future::pending().await,
     }
@@ -219,6 +226,16 @@ mod tests {
         let mut coalescer = Coalescer::default();
         coalescer.changed(t0, Change::Complete);
         assert_eq!(coalescer.deadline(true), Some(t0 + LIMIT));
+    }
+
+    #[tokio::test]
+    async fn a_due_deadline_needs_no_timer() {
+        let due = Instant::now();
+        let now = std::future::ready(());
+        // Polled once: ready at once, not at the timer's next tick.
+        let first =
+            tokio::select! { biased; () = sleep_until(Some(due)) => true, () = now => false };
+        assert!(first, "a due deadline waited for the timer");
     }
 
     #[test]

@@ -30,7 +30,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tracing::warn;
 
-use crate::coalesce::{Change, Coalescer, sleep_until};
+use crate::coalesce::{Change, Coalescer, QUEUED_AT_ONCE, sleep_until};
 use crate::cycle::{ControllerStatus, Deliver, RenderCycle, SourceRead};
 use crate::quarantine::Judge;
 
@@ -101,10 +101,17 @@ pub async fn run_local(
             () = &mut stop => return Ok(()),
             event = events.recv() => {
                 let Some(event) = event else { return Ok(()) };
-                let change = event.change;
-                changed.add(&dir, &event);
-                event.track(&mut writing);
-                coalescer.changed(Instant::now(), change);
+                // The events of one operation (a file written and renamed
+                // into place) arrive together: all are taken before the
+                // deadline is looked at again.
+                let queued = std::iter::from_fn(|| events.try_recv().ok()).take(QUEUED_AT_ONCE);
+                for event in std::iter::once(event).chain(queued) {
+                    if !changed.add(&dir, &event) {
+                        continue;
+                    }
+                    event.track(&mut writing);
+                    coalescer.changed(Instant::now(), event.change);
+                }
             }
             () = sleep_until(deadline) => {
                 coalescer.rendering(Instant::now());
@@ -127,24 +134,31 @@ enum Changed {
 }
 
 impl Changed {
-    fn add(&mut self, dir: &Path, event: &FileEvent) {
-        let Changed::Files(files) = self else { return };
+    /// Adds what `event` touched; false when it touched nothing a read
+    /// finds (a hidden file, such as one written to be renamed into place,
+    /// or a file that is no manifest): such an event is no change.
+    fn add(&mut self, dir: &Path, event: &FileEvent) -> bool {
         if event.rescan || event.paths.is_empty() {
             *self = Changed::Everything;
-            return;
+            return true;
         }
+        let mut any = false;
         for path in &event.paths {
             match touched(dir, path, event.folder) {
                 Touched::Manifest => {
-                    files.insert(path.clone());
+                    any = true;
+                    if let Changed::Files(files) = self {
+                        files.insert(path.clone());
+                    }
                 }
                 Touched::Nothing => {}
                 Touched::Anything => {
                     *self = Changed::Everything;
-                    return;
+                    return true;
                 }
             }
         }
+        any
     }
 }
 

@@ -126,6 +126,26 @@ async fn a_file_renamed_into_place_is_read() {
     assert_eq!(ingress_names(&*local.next().await), ["renamed"]);
 }
 
+#[tokio::test]
+async fn a_hidden_file_being_written_is_no_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut local = Local::start(dir.path().to_path_buf());
+    assert_eq!(ingress_names(&*local.next().await), Vec::<String>::new());
+
+    // Rendered on its events, it would make the rename that follows wait
+    // as the rest of an operation already rendered.
+    let hidden = dir.path().join(".new.yaml.tmp");
+    std::fs::write(&hidden, ingress("renamed")).unwrap();
+    tokio::time::sleep(crate::coalesce::BURST).await;
+    assert!(
+        local.stores.try_recv().is_err(),
+        "rendered a hidden file's events"
+    );
+
+    std::fs::rename(&hidden, dir.path().join("new.yaml")).unwrap();
+    assert_eq!(ingress_names(&*local.next().await), ["renamed"]);
+}
+
 /// How the source takes each kind of event (see [`crate::coalesce`]).
 fn change_of(kind: EventKind, paths: &[&str]) -> Option<Change> {
     let mut event = notify::Event::new(kind);
@@ -221,6 +241,13 @@ fn events_name_the_files_to_read_again_or_ask_for_everything() {
         event(renamed(RenameMode::To), app.clone()),
     ];
     assert_eq!(after(&written), Some([app.clone()].into()));
+    let mut changed = Changed::Files(BTreeSet::new());
+    let touched: Vec<bool> = written.iter().map(|e| changed.add(root, e)).collect();
+    assert_eq!(
+        touched,
+        [false, false, true],
+        "only the manifest is a change"
+    );
     // A file that is no manifest, still there.
     let readme = event(
         EventKind::Modify(ModifyKind::Data(notify::event::DataChange::Any)),
