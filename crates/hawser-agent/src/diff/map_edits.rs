@@ -36,10 +36,11 @@
 //! changes of more than [`MAX_ENTRY_EDITS`] entries are replaced whole in
 //! one transaction (a twinned map's two copies, one transaction each).
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use hawser_plan::{
-    GATEWAY_MAP_PATH, MapPlan, MatchKind, Plan, REGEX_ROUTES_MAP_PATH, ROUTES_MAP_PATH,
+    GATEWAY_MAP_PATH, MapEntry, MapPlan, MatchKind, Plan, REGEX_ROUTES_MAP_PATH, ROUTES_MAP_PATH,
 };
 
 use super::{MapEdit, RuntimeOp};
@@ -200,18 +201,12 @@ fn entry_edits(old: &MapPlan, new: &MapPlan) -> Option<(Vec<MapEdit>, Vec<MapEdi
     if old.match_kind != new.match_kind || !tree {
         return None;
     }
-    let mut old = unique_entries(old)?;
-    let new = unique_entries(new)?;
-    let mut added = Vec::new();
-    let mut changed = Vec::new();
-    for (key, value) in new {
-        match old.remove(key) {
-            None => added.push((key, value)),
-            Some(was) if was != value => changed.push((key, value)),
-            Some(_) => {}
-        }
-    }
-    let mut removed: Vec<&str> = old.into_keys().collect();
+    let EntryChanges {
+        mut added,
+        changed,
+        mut removed,
+    } = EntryChanges::walked(&old.entries, &new.entries)
+        .or_else(|| EntryChanges::by_key(old, new))?;
     let edits = added.len() + changed.len() + removed.len();
     // No edit while the file changed: the plan does not say how; replace.
     if edits == 0 || edits > MAX_ENTRY_EDITS {
@@ -238,6 +233,88 @@ fn entry_edits(old: &MapPlan, new: &MapPlan) -> Option<(Vec<MapEdit>, Vec<MapEdi
         })
         .collect();
     Some((first, last))
+}
+
+/// What changed between two maps' entries, by key, borrowed.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct EntryChanges<'a> {
+    added: Vec<(&'a str, &'a str)>,
+    changed: Vec<(&'a str, &'a str)>,
+    removed: Vec<&'a str>,
+}
+
+impl<'a> EntryChanges<'a> {
+    /// By walking both lists side by side, when both are in one of the
+    /// orders the renderer writes maps in (longest key first, or by key),
+    /// each key after the one before it: so no key repeats. `None` when
+    /// they are not, or when more than [`MAX_ENTRY_EDITS`] changed (the
+    /// map is replaced then). Linear, without a copy: a route map of
+    /// thousands of entries is compared on every change.
+    fn walked(old: &'a [MapEntry], new: &'a [MapEntry]) -> Option<EntryChanges<'a>> {
+        let orders: [fn(&str, &str) -> Ordering; 2] = [longest_first, str::cmp];
+        let order = orders
+            .into_iter()
+            .find(|order| in_order(old, *order) && in_order(new, *order))?;
+        let mut changes = EntryChanges::default();
+        let (mut old, mut new) = (old.iter().peekable(), new.iter().peekable());
+        loop {
+            let before = match (old.peek(), new.peek()) {
+                (None, None) => return Some(changes),
+                (Some(_), None) => Ordering::Less,
+                (None, Some(_)) => Ordering::Greater,
+                (Some(was), Some(is)) => order(&was.key, &is.key),
+            };
+            match before {
+                Ordering::Less => changes.removed.extend(old.next().map(|e| e.key.as_str())),
+                Ordering::Greater => changes.added.extend(new.next().map(pair)),
+                Ordering::Equal => {
+                    let (was, is) = (old.next()?, new.next()?);
+                    if was.value != is.value {
+                        changes.changed.push(pair(is));
+                    }
+                }
+            }
+            if changes.count() > MAX_ENTRY_EDITS {
+                return None;
+            }
+        }
+    }
+
+    /// By key, whatever the order; `None` when a key repeats.
+    fn by_key(old: &'a MapPlan, new: &'a MapPlan) -> Option<EntryChanges<'a>> {
+        let mut old = unique_entries(old)?;
+        let new = unique_entries(new)?;
+        let mut changes = EntryChanges::default();
+        for (key, value) in new {
+            match old.remove(key) {
+                None => changes.added.push((key, value)),
+                Some(was) if was != value => changes.changed.push((key, value)),
+                Some(_) => {}
+            }
+        }
+        changes.removed = old.into_keys().collect();
+        Some(changes)
+    }
+
+    fn count(&self) -> usize {
+        self.added.len() + self.changed.len() + self.removed.len()
+    }
+}
+
+fn pair(entry: &MapEntry) -> (&str, &str) {
+    (entry.key.as_str(), entry.value.as_str())
+}
+
+/// The order of [`MapPlan::longest_first`].
+fn longest_first(a: &str, b: &str) -> Ordering {
+    b.len().cmp(&a.len()).then_with(|| a.cmp(b))
+}
+
+/// Each key strictly after the one before it.
+fn in_order(entries: &[MapEntry], order: fn(&str, &str) -> Ordering) -> bool {
+    entries
+        .windows(2)
+        .all(|pair| order(&pair[0].key, &pair[1].key) == Ordering::Less)
 }
 
 /// The map's entries by key, borrowed; `None` when a key repeats.

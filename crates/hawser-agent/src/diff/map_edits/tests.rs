@@ -322,3 +322,54 @@ fn a_twinned_map_is_edited_in_the_copy_not_read_then_read_from_it() {
     assert_eq!(steps(Some("c.map")), None);
     assert_eq!(steps(None), None);
 }
+
+#[test]
+fn walking_two_ordered_maps_finds_what_comparing_by_key_finds() {
+    fn sorted(mut changes: EntryChanges<'_>) -> EntryChanges<'_> {
+        changes.added.sort();
+        changes.changed.sort();
+        changes.removed.sort();
+        changes
+    }
+    let keys = paths();
+    let mut dice = Dice(0x5eed_3a11);
+    let mut map = || {
+        let (routes, _) = version(&mut dice, &keys);
+        MapPlan {
+            entries: routes
+                .into_iter()
+                .map(|(key, value)| MapEntry { key, value })
+                .collect(),
+            ..MapPlan::longest_first(ROUTES_MAP_PATH, Vec::new())
+        }
+    };
+    let longest = |map: &MapPlan| MapPlan::longest_first(&map.path, map.entries.clone());
+    for _ in 0..500 {
+        // By key (as generated), and longest key first (as routes are).
+        let (old, new) = (map(), map());
+        for (old, new) in [(old.clone(), new.clone()), (longest(&old), longest(&new))] {
+            let expected = EntryChanges::by_key(&old, &new).map(sorted);
+            assert!(
+                expected
+                    .as_ref()
+                    .is_some_and(|c| c.count() <= MAX_ENTRY_EDITS)
+            );
+            assert_eq!(
+                EntryChanges::walked(&old.entries, &new.entries).map(sorted),
+                expected
+            );
+        }
+        // In neither order, or with a key twice: no walk.
+        let mut shuffled = longest(&old).entries;
+        shuffled.rotate_left(1);
+        if !in_order(&shuffled, longest_first) && !in_order(&shuffled, str::cmp) {
+            assert_eq!(EntryChanges::walked(&shuffled, &new.entries), None);
+        }
+        if let Some(first) = new.entries.first() {
+            let mut twice = new.entries.clone();
+            twice.push(first.clone());
+            twice.sort_by(|a, b| a.key.cmp(&b.key));
+            assert_eq!(EntryChanges::walked(&old.entries, &twice), None);
+        }
+    }
+}
