@@ -43,14 +43,16 @@ mod stage;
 
 use apply_error::ApplyError;
 use retry::Retry;
-use runtime_first::AtRuntime;
+use runtime_first::{AtRuntime, PolicyPassed};
 
-/// One rendered version to apply.
+/// One rendered version to apply. Its files and plan are shared (with the
+/// render that made them, and with the running version once applied),
+/// never copied.
 #[derive(Debug, Clone)]
 pub struct Desired {
     pub generation: Generation,
-    pub files: FileSet,
-    pub plan: Plan,
+    pub files: Arc<FileSet>,
+    pub plan: Arc<Plan>,
 }
 
 impl Desired {
@@ -209,8 +211,8 @@ impl std::fmt::Debug for Agent {
 /// What HAProxy runs, as the agent knows it.
 struct Running {
     generation: Generation,
-    files: FileSet,
-    plan: Plan,
+    files: Arc<FileSet>,
+    plan: Arc<Plan>,
 }
 
 impl Running {
@@ -256,6 +258,8 @@ struct Core {
     runtime: RuntimeApi,
     reloader: Reloader,
     running: Running,
+    /// What last passed the config policy before a runtime change.
+    policy_passed: Option<PolicyPassed>,
     served: watch::Sender<Arc<ServedBackends>>,
     last_reload: Option<Instant>,
     status: watch::Sender<AgentStatus>,
@@ -315,9 +319,10 @@ impl Agent {
             reloader,
             running: Running {
                 generation: current.generation(),
-                files,
-                plan,
+                files: files.into(),
+                plan: plan.into(),
             },
+            policy_passed: None,
             served,
             last_reload: None,
             status,
@@ -761,8 +766,8 @@ impl Core {
                 if let Ok((files, plan)) = self.tree.read(lkg) {
                     self.set_running(Running {
                         generation: lkg.generation(),
-                        files,
-                        plan,
+                        files: files.into(),
+                        plan: plan.into(),
                     });
                 }
             }
@@ -831,8 +836,8 @@ impl Core {
             self.status.send_modify(|s| s.rollbacks += 1);
             self.set_running(Running {
                 generation: lkg.generation(),
-                files,
-                plan,
+                files: files.into(),
+                plan: plan.into(),
             });
         }
         match supervisor.restart(&self.config.haproxy).await {

@@ -150,7 +150,7 @@ impl RenderCycle {
         renderer: &Renderer,
         store: &Store,
     ) -> Result<Checked, QuarantineError> {
-        let previous = self.last.as_ref().map(|last| &last.plan);
+        let previous = self.last.as_ref().map(|last| &*last.plan);
         let Some(judge) = &self.judge else {
             let rendered = renderer
                 .render_after(store, previous)

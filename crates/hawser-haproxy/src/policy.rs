@@ -150,7 +150,37 @@ impl ConfigPolicy {
     /// Judges `config` (the bytes of `haproxy.cfg`), reading Lua files from
     /// `tree`. The first refused line is the error.
     pub fn check_config(&self, config: &[u8], tree: &dyn TreeFiles) -> Result<(), PolicyError> {
-        let Some((line, reason)) = tokenize::lines(config).find_map(|line| {
+        self.check_lines(config, tokenize::lines(config), tree)
+    }
+
+    /// Judges `config` as [`check_config`](Self::check_config) would, given
+    /// `passed`, a configuration that passed this policy with the files its
+    /// lines read then unchanged in `tree`: only the lines of `config` that
+    /// are not lines of `passed` are judged. Each line is judged by itself
+    /// (its words and the files it names), so a line both share gets the
+    /// same verdict, and removing lines refuses nothing. A change of a few
+    /// server lines in a configuration of thousands is judged in
+    /// proportion.
+    pub fn check_config_change(
+        &self,
+        passed: &[u8],
+        config: &[u8],
+        tree: &dyn TreeFiles,
+    ) -> Result<(), PolicyError> {
+        let Some((changed, first)) = tokenize::changed_lines(passed, config) else {
+            return Ok(());
+        };
+        self.check_lines(config, tokenize::lines_from(&config[changed], first), tree)
+    }
+
+    /// The first of `lines` (of `config`) refused, as the error.
+    fn check_lines<'a>(
+        &self,
+        config: &[u8],
+        mut lines: impl Iterator<Item = tokenize::Line<'a>>,
+        tree: &dyn TreeFiles,
+    ) -> Result<(), PolicyError> {
+        let Some((line, reason)) = lines.find_map(|line| {
             rules::judge(self, &line, tree)
                 .or_else(|| crt_list::judge(self, &line, tree))
                 .map(|reason| (line, reason))

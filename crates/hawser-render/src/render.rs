@@ -84,8 +84,9 @@ impl From<minijinja::Error> for RenderError {
 /// The result of a render: what to write, what it means, what was wrong.
 #[derive(Debug, Clone)]
 pub struct Rendered {
-    pub files: FileSet,
-    pub plan: Plan,
+    /// Shared with whoever applies it (the in-process agent), not copied.
+    pub files: Arc<FileSet>,
+    pub plan: Arc<Plan>,
     /// Rejected, ignored and warned-about objects, sorted.
     pub diagnostics: Vec<Diagnostic>,
     /// The configuration it was rendered under: whoever renders the same
@@ -352,8 +353,8 @@ impl Renderer {
         files.insert(CONFIG_PATH, FileKind::Config, config);
         self.kept_routes.keep(routes, route_reports, store);
         Ok(Rendered {
-            files,
-            plan,
+            files: Arc::new(files),
+            plan: Arc::new(plan),
             diagnostics: diags.finish(),
             config: Arc::clone(&self.config),
             gateway_status: Arc::new(gateway_status),

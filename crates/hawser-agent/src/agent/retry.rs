@@ -84,8 +84,8 @@ mod tests {
     fn desired(generation: u64) -> Arc<Desired> {
         Arc::new(Desired {
             generation: Generation::new(generation),
-            files: FileSet::default(),
-            plan: Plan::default(),
+            files: FileSet::default().into(),
+            plan: Plan::default().into(),
         })
     }
 

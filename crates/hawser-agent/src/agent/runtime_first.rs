@@ -22,11 +22,12 @@
 //! restart in between loads the old, checked tree (and the agent applies
 //! the new version again).
 
+use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use hawser_haproxy::{StagedTreeError, TreeFiles};
-use hawser_plan::CONFIG_PATH;
+use hawser_plan::{CONFIG_PATH, FileSet};
 use tokio::time::Instant;
 use tracing::{info, warn};
 
@@ -34,6 +35,30 @@ use super::{Core, Desired, Phases, apply_error::ApplyError};
 use crate::diff::{Decision, RuntimeOp, certificate_renewals_alone, decide, server_changes_alone};
 use crate::runtime_ops::{self, describe};
 use crate::tree::VersionName;
+
+/// The files whose configuration last passed the config policy in this
+/// process, before a runtime change, and every other file the policy read
+/// for its lines (crt-lists, Lua). While those files stay the same, a
+/// configuration is judged by the lines that differ from it alone: a
+/// change of servers is a few lines of thousands (at thousands of routes,
+/// judging them all was a millisecond of a change's time to traffic), and
+/// a change of map entries alone changes no line.
+pub(super) struct PolicyPassed {
+    files: Arc<FileSet>,
+    read: BTreeSet<String>,
+}
+
+impl PolicyPassed {
+    /// The configuration that passed, when `files` has the same files it
+    /// read.
+    fn config_for(&self, files: &FileSet) -> Option<&[u8]> {
+        let same = |path: &String| self.files.get(path) == files.get(path);
+        self.read.iter().all(same).then(|| {
+            let config = self.files.get(CONFIG_PATH);
+            config.map_or(&[][..], |file| file.content.as_slice())
+        })
+    }
+}
 
 /// How a runtime apply ended, when nothing was refused.
 pub(super) enum AtRuntime {
@@ -125,14 +150,38 @@ impl Core {
     /// memory before any is sent: the desired configuration passes the
     /// config policy, and every server added carries only keywords it
     /// allows.
-    fn check_runtime_ops(&self, desired: &Desired, ops: &[RuntimeOp]) -> Result<(), ApplyError> {
+    fn check_runtime_ops(
+        &mut self,
+        desired: &Desired,
+        ops: &[RuntimeOp],
+    ) -> Result<(), ApplyError> {
         let policy = self.config.paths.config_policy();
         let files = |relative: &str| desired.files.get(relative).map(|f| f.content.clone());
         let refused = |e| ApplyError::Check(StagedTreeError::Refused(e));
-        let config = desired.files.get(CONFIG_PATH).map(|f| f.content.as_slice());
-        policy
-            .check_config(config.unwrap_or_default(), &files as &dyn TreeFiles)
-            .map_err(refused)?;
+        let read = RefCell::new(BTreeSet::new());
+        let recorded = |relative: &str| {
+            read.borrow_mut().insert(relative.to_string());
+            files(relative)
+        };
+        let config = desired.files.get(CONFIG_PATH);
+        let config = config.map_or(&[][..], |file| file.content.as_slice());
+        // Judged by the lines that differ from what passed last, while the
+        // files its lines read are the same.
+        let passed = self.policy_passed.as_ref();
+        let before = passed.and_then(|passed| passed.config_for(&desired.files));
+        match before {
+            Some(before) => policy.check_config_change(before, config, &recorded as &dyn TreeFiles),
+            None => policy.check_config(config, &recorded as &dyn TreeFiles),
+        }
+        .map_err(refused)?;
+        let mut read = read.into_inner();
+        if let (Some(_), Some(passed)) = (before, passed) {
+            read.extend(passed.read.iter().cloned());
+        }
+        self.policy_passed = Some(PolicyPassed {
+            files: Arc::clone(&desired.files),
+            read,
+        });
         for op in ops {
             if let RuntimeOp::AddServer { backend, server } = op {
                 let line = format!(
@@ -182,7 +231,7 @@ impl Core {
     /// The running version after `ops`, taken from `desired`, were applied.
     fn follow(&mut self, desired: &Desired, ops: &[RuntimeOp]) {
         let changed: BTreeSet<&str> = ops.iter().filter_map(RuntimeOp::backend).collect();
-        for backend in &mut self.running.plan.backends {
+        for backend in &mut Arc::make_mut(&mut self.running.plan).backends {
             if !changed.contains(backend.name.as_str()) {
                 continue;
             }
@@ -199,13 +248,13 @@ impl Core {
             if let RuntimeOp::UpdateCertificate { path } = op
                 && let Some(file) = desired.files.get(path)
             {
-                self.running
-                    .files
-                    .insert(path.clone(), file.kind, file.content.clone());
+                Arc::make_mut(&mut self.running.files).insert(
+                    path.clone(),
+                    file.kind,
+                    file.content.clone(),
+                );
                 let renewed = desired.plan.certificates.iter().find(|c| &c.path == path);
-                let held = self
-                    .running
-                    .plan
+                let held = Arc::make_mut(&mut self.running.plan)
                     .certificates
                     .iter_mut()
                     .find(|c| &c.path == path);
@@ -235,3 +284,6 @@ impl Core {
         self.repair_drift().await;
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -246,8 +246,8 @@ impl ControlService {
         let mut outcomes = self.agent.outcomes();
         self.agent.submit(Desired {
             generation: Generation::new(generation),
-            files,
-            plan,
+            files: files.into(),
+            plan: plan.into(),
         });
         let waited = tokio::time::timeout(self.apply_wait, async {
             loop {

@@ -23,11 +23,12 @@ fn version(paths: &AgentPaths, generation: Generation, port: u16, body: &str) ->
     files.insert("haproxy.cfg", FileKind::Config, config);
     Desired {
         generation,
-        files,
+        files: files.into(),
         plan: Plan {
             structure_digest: body.to_string(),
             ..Plan::default()
-        },
+        }
+        .into(),
     }
 }
 

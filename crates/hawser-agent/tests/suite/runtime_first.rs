@@ -8,6 +8,8 @@
 //! Oracle: the answers of the real HAProxy, the worker PID (no reload), the
 //! apply outcomes, and where `current` points.
 
+use std::sync::Arc;
+
 use hawser_agent::{Agent, AgentConfig, AgentPaths, ApplyKind, ApplyOutcome, Desired};
 use hawser_plan::{
     BackendMode, BackendPlan, FileKind, FileSet, Generation, MapEntry, MapPlan, MatchKind, Plan,
@@ -37,7 +39,7 @@ fn version(
     files.insert(MAP, FileKind::Map, format!("/x {answer}\n"));
     Desired {
         generation,
-        files,
+        files: files.into(),
         plan: Plan {
             structure_digest: "one structure".to_string(),
             maps: vec![MapPlan {
@@ -50,7 +52,8 @@ fn version(
                 twin: None,
             }],
             ..Plan::default()
-        },
+        }
+        .into(),
     }
 }
 
@@ -156,14 +159,14 @@ async fn a_server_whose_keywords_the_policy_refuses_is_never_sent() {
     let with_backend = "backend b\n  balance roundrobin\n";
 
     let mut serving = version(&paths, first, port, "old", with_backend);
-    serving.plan.backends = vec![backend(Vec::new()).into()];
+    Arc::make_mut(&mut serving.plan).backends = vec![backend(Vec::new()).into()];
     handle.submit(serving);
     assert_eq!(outcome(&mut outcomes).await.kind, ApplyKind::Reload);
     let runtime_ops = handle.status().borrow().runtime_ops;
 
     // A file outside the tree, which the policy refuses on any line.
     let mut reading = version(&paths, first.next(), port, "old", with_backend);
-    reading.plan.backends = vec![
+    Arc::make_mut(&mut reading.plan).backends = vec![
         backend(vec![ServerPlan {
             name: "s1".to_string(),
             address: "127.0.0.1".to_string(),

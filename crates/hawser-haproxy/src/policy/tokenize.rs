@@ -26,6 +26,8 @@
 //! There is no line continuation: a backslash at the end of a line is a
 //! plain backslash, and the next line is a line of its own.
 
+use std::ops::Range;
+
 /// One word as HAProxy sees it after unquoting and unescaping.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Word {
@@ -79,13 +81,19 @@ const MAX_WORDS: usize = 64;
 
 /// Every line of `config`, split as `readcfgfile()` splits it.
 pub(crate) fn lines(config: &[u8]) -> impl Iterator<Item = Line<'_>> {
+    lines_from(config, 1)
+}
+
+/// The lines of `text`, a run of whole lines of a configuration whose
+/// first is line `first`.
+pub(crate) fn lines_from(text: &[u8], first: u32) -> impl Iterator<Item = Line<'_>> {
     // `fgets()` reads up to each `\n`; a final `\n` starts no line.
-    let body = config.strip_suffix(b"\n").unwrap_or(config);
-    let pieces = (!config.is_empty()).then(|| body.split(|b| *b == b'\n'));
+    let body = text.strip_suffix(b"\n").unwrap_or(text);
+    let pieces = (!text.is_empty()).then(|| body.split(|b| *b == b'\n'));
     pieces
         .into_iter()
         .flatten()
-        .zip(1u32..)
+        .zip(first..)
         .map(|(raw, number)| {
             let (words, fault) = words(raw);
             Line {
@@ -186,4 +194,34 @@ fn words(raw: &[u8]) -> (Vec<Word>, Option<LineFault>) {
 fn hex(pair: Option<&[u8]>) -> Option<u8> {
     let pair = pair.filter(|p| p.len() == 2 && p.iter().all(u8::is_ascii_hexdigit))?;
     u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok()
+}
+
+/// The lines of `after` that are not lines of `before` in the same place:
+/// the whole lines around what lies between the two texts' common start and
+/// common end, as a byte range of `after` and the number of its first line.
+/// `None` when no line of `after` differs (equal texts, or lines removed).
+pub(crate) fn changed_lines(before: &[u8], after: &[u8]) -> Option<(Range<usize>, u32)> {
+    let common_start = before.iter().zip(after).take_while(|(a, b)| a == b).count();
+    let longest_end = before.len().min(after.len()) - common_start;
+    let common_end = before
+        .iter()
+        .rev()
+        .zip(after.iter().rev())
+        .take(longest_end)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (changed_from, changed_to) = (common_start, after.len() - common_end);
+    if changed_from >= changed_to {
+        return None;
+    }
+    let start = after[..changed_from]
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |newline| newline + 1);
+    let end = after[changed_to..]
+        .iter()
+        .position(|b| *b == b'\n')
+        .map_or(after.len(), |newline| changed_to + newline);
+    let first = 1 + after[..start].iter().filter(|b| **b == b'\n').count();
+    Some((start..end, u32::try_from(first).unwrap_or(u32::MAX)))
 }

@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use hawser_model::{Kind, ObjectKey, Store};
 
 use super::*;
@@ -62,11 +64,13 @@ fn a_certificate_openssl_refuses_is_blamed_on_its_secret() {
     let mut rendered = Renderer::new(RenderConfig::default())
         .and_then(|r| r.render(&Store::new()))
         .expect("an empty store renders");
-    rendered.plan.certificates.push(CertificatePlan {
-        path: "certs/app_old.pem".into(),
-        source: "Secret app/old".into(),
-        not_after: None,
-    });
+    Arc::make_mut(&mut rendered.plan)
+        .certificates
+        .push(CertificatePlan {
+            path: "certs/app_old.pem".into(),
+            source: "Secret app/old".into(),
+            not_after: None,
+        });
     let output = "[ALERT]    config : parsing [haproxy.cfg:40] : 'bind :443' in section 'frontend' : 'crt-list' : error processing line 2 in file 'certs/crt-list.txt' : unable to load SSL certificate into SSL Context 'certs/app_old.pem': ca md too weak.";
     assert_eq!(
         fault_of(&rendered, output),

@@ -47,7 +47,7 @@ fn templates_read_extra_resources_by_kind() {
     );
 
     // A change of an extra object is a change of the configuration.
-    let before = rendered.plan.structure_digest;
+    let before = rendered.plan.structure_digest.clone();
     store.extra.replace(
         "ConfigMap",
         BTreeMap::from([(ObjectKey::new("app", "a"), config_map("a", "11"))]),

@@ -301,7 +301,7 @@ fn render_both(
     match (incremental, cold) {
         (Ok(incremental), Ok(cold)) => {
             assert_identical(&incremental, &cold, step);
-            incremental.plan
+            Plan::clone(&incremental.plan)
         }
         (Err(a), Err(b)) => {
             assert_eq!(a.to_string(), b.to_string(), "{step}");

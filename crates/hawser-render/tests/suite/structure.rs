@@ -32,6 +32,7 @@ fn digest(store: &Store, config: RenderConfig) -> String {
         .expect("render")
         .plan
         .structure_digest
+        .clone()
 }
 
 #[test]

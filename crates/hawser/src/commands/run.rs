@@ -35,8 +35,8 @@ impl Deliver for ToAgent {
     fn deliver(&self, render: &CycleRender) {
         self.0.submit(Desired {
             generation: render.generation,
-            files: render.rendered.files.clone(),
-            plan: render.rendered.plan.clone(),
+            files: Arc::clone(&render.rendered.files),
+            plan: Arc::clone(&render.rendered.plan),
         });
     }
 }

@@ -224,9 +224,11 @@ fn agents_asking_for_the_cycle_settings_take_its_render_as_it_is() {
     let (renders, cycle) = asked_for(&common);
     let mut rendered = cycle.render(&hawser_model::Store::default()).unwrap();
     // Marks the cycle's render: a render of the store would not have it.
-    rendered
-        .files
-        .insert("maps/marked.map", hawser_plan::FileKind::Map, "cycle\n");
+    Arc::make_mut(&mut rendered.files).insert(
+        "maps/marked.map",
+        hawser_plan::FileKind::Map,
+        "cycle\n",
+    );
     let snapshot = Snapshot {
         rendered: Some(Arc::new(rendered)),
         ..snapshot(1, RenderConfig::default())

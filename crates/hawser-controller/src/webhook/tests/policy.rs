@@ -4,6 +4,7 @@
 //! it is refused; the Lua/config polyglot override is denied with nothing run.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use hawser_haproxy::HaproxyBinary;
 use hawser_render::Renderer;
@@ -66,7 +67,7 @@ fn the_mirror_line_with_another_file_behind_it_is_refused() {
         .find(|(path, _)| path.ends_with(".lua"))
         .map(|(path, file)| (path.to_string(), file.kind))
         .expect("the built-in Lua is in the render");
-    rendered.files.insert(
+    Arc::make_mut(&mut rendered.files).insert(
         lua,
         kind,
         b"os.execute('touch /tmp/hawser-owned')\n".to_vec(),
