@@ -30,7 +30,7 @@ use crate::drift;
 use crate::paths::AgentPaths;
 use crate::process::{HaproxyLayout, ProcessError, Started, Supervisor};
 use crate::reload::Reloader;
-use crate::runtime_ops::{self, describe};
+use crate::runtime_ops::{self, LiveCopies, describe};
 use crate::served::ServedBackends;
 use crate::status::{AgentStatus, ApplyKind, ApplyOutcome, Phase};
 use crate::tree::{TreeError, TreeStore, VersionName};
@@ -260,6 +260,8 @@ struct Core {
     running: Running,
     /// What last passed the config policy before a runtime change.
     policy_passed: Option<PolicyPassed>,
+    /// Which copy of each twinned map the running worker reads.
+    live_copies: LiveCopies,
     served: watch::Sender<Arc<ServedBackends>>,
     last_reload: Option<Instant>,
     status: watch::Sender<AgentStatus>,
@@ -323,6 +325,7 @@ impl Agent {
                 plan: plan.into(),
             },
             policy_passed: None,
+            live_copies: LiveCopies::default(),
             served,
             last_reload: None,
             status,
@@ -746,7 +749,9 @@ impl Core {
 
     /// Reloads HAProxy on `current`, saving the servers' state first; the
     /// new worker's pid once verified.
-    async fn reload_current(&self) -> Result<u32, crate::reload::ReloadError> {
+    async fn reload_current(&mut self) -> Result<u32, crate::reload::ReloadError> {
+        // The new worker reads `live_twins.map` from the file.
+        self.live_copies.forget();
         self.reloader
             .reload(&self.config.paths.server_state_file())
             .await
@@ -801,6 +806,8 @@ impl Core {
     }
 
     async fn repair_drift(&mut self) {
+        // A repair may set `live_twins.map` again; anyone may have changed it.
+        self.live_copies.forget();
         let ops = match drift::repairs(&self.runtime, &self.running.plan, &self.running.files).await
         {
             Ok(ops) => ops,
@@ -814,8 +821,14 @@ impl Core {
         }
         let summary = ops.iter().map(describe).collect::<Vec<_>>().join(", ");
         warn!("drift found, repairing: {summary}");
-        match runtime_ops::execute(&self.runtime, &ops, &self.running.files, &self.running.plan)
-            .await
+        match runtime_ops::execute(
+            &self.runtime,
+            &ops,
+            &self.running.files,
+            &self.running.plan,
+            &mut self.live_copies,
+        )
+        .await
         {
             Ok(()) => self
                 .status
@@ -825,6 +838,7 @@ impl Core {
     }
 
     async fn restart(&mut self, supervisor: &mut Supervisor) {
+        self.live_copies.forget();
         self.status.send_modify(|s| {
             s.haproxy_restarts += 1;
             s.phase = Phase::Restarting;

@@ -1,10 +1,11 @@
 //! Carrying out runtime operations through HAProxy's runtime API.
 //!
-//! Certificate contents and map entries come from the desired version, which
-//! is staged (and its configuration judged by the config policy) before any
-//! operation runs; `current` moves to it once `haproxy -c` passed on it
+//! Certificate contents and map entries come from the desired version,
+//! whose configuration the config policy judged before any operation runs;
+//! `current` moves to it once it is staged and `haproxy -c` passed on it
 //! (see `agent/runtime_first.rs`).
 
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -42,15 +43,52 @@ impl OpError {
     }
 }
 
-/// Runs `ops` in order; stops at the first failure.
+/// Which copy of each twinned map requests read, as this agent last read
+/// it (`show map` of `live_twins.map`) or set it, so that a route change
+/// does not ask again: that is a round trip to a busy worker on the way of
+/// every change. Forgotten on anything that may have changed it otherwise:
+/// a reload or restart (the new worker reads the file), a drift repair, a
+/// command that failed. Were it ever wrong, the edits of a change would be
+/// made in the copy being read, one entry at a time, and both copies would
+/// still end whole and equal.
+#[derive(Debug, Default)]
+pub struct LiveCopies(Option<BTreeMap<String, String>>);
+
+impl LiveCopies {
+    pub fn forget(&mut self) {
+        self.0 = None;
+    }
+
+    /// The copy requests read for map `path`, asking HAProxy when not known.
+    async fn read(&mut self, api: &RuntimeApi, path: &str) -> Result<Option<String>, SocketError> {
+        if self.0.is_none() {
+            let shown = api.show_map(LIVE_TWINS_MAP_PATH).await?;
+            self.0 = Some(shown.into_iter().collect());
+        }
+        Ok(self.0.as_ref().and_then(|copies| copies.get(path).cloned()))
+    }
+
+    fn set(&mut self, path: &str, copy: &str) {
+        if let Some(copies) = &mut self.0 {
+            copies.insert(path.to_string(), copy.to_string());
+        }
+    }
+}
+
+/// Runs `ops` in order; stops at the first failure (and then forgets which
+/// copies are read: a command may have been taken and not answered).
 pub async fn execute(
     api: &RuntimeApi,
     ops: &[RuntimeOp],
     files: &FileSet,
     plan: &Plan,
+    live: &mut LiveCopies,
 ) -> Result<(), OpError> {
     for op in ops {
-        run(api, op, files, plan).await?;
+        if let Err(e) = run(api, op, files, plan, live).await {
+            live.forget();
+            return Err(e);
+        }
     }
     Ok(())
 }
@@ -107,11 +145,18 @@ async fn run(
     op: &RuntimeOp,
     files: &FileSet,
     plan: &Plan,
+    live: &mut LiveCopies,
 ) -> Result<(), OpError> {
     let socket = |source| OpError::Socket {
         op: describe(op),
         source,
     };
+    if let RuntimeOp::ReplaceMap { path } | RuntimeOp::EditMap { path, .. } = op
+        && path == LIVE_TWINS_MAP_PATH
+    {
+        // Which copies are read is changed by the map itself.
+        live.forget();
+    }
     match op {
         RuntimeOp::AddCertificate {
             path,
@@ -177,19 +222,19 @@ async fn run(
         }
         RuntimeOp::EditMap { path, edit } => edit_map(api, path, edit).await.map_err(socket),
         RuntimeOp::EditTwinMap { path, twin, edits } => {
-            let live = api.show_map(LIVE_TWINS_MAP_PATH).await.map_err(socket)?;
-            let read = live.iter().find(|(key, _)| key == path);
-            let read = read.map(|(_, copy)| copy.as_str());
-            let steps = twin_steps(path, twin, read, edits).ok_or_else(|| OpError::Input {
-                op: describe(op),
-                reason: format!("{LIVE_TWINS_MAP_PATH} names neither copy ({read:?})"),
-            })?;
+            let read = live.read(api, path).await.map_err(socket)?;
+            let steps =
+                twin_steps(path, twin, read.as_deref(), edits).ok_or_else(|| OpError::Input {
+                    op: describe(op),
+                    reason: format!("{LIVE_TWINS_MAP_PATH} names neither copy ({read:?})"),
+                })?;
             for step in steps {
                 match step {
                     TwinStep::Edit { map, edit } => edit_map(api, map, edit).await,
                     TwinStep::Read { copy } => {
                         hawser_failpoint::failpoint!("runtime.twin_edited_before_read");
-                        api.set_map(LIVE_TWINS_MAP_PATH, path, copy).await
+                        let set = api.set_map(LIVE_TWINS_MAP_PATH, path, copy).await;
+                        set.inspect(|()| live.set(path, copy))
                     }
                 }
                 .map_err(socket)?;
@@ -292,3 +337,6 @@ fn ip(op: &RuntimeOp, address: &str) -> Result<IpAddr, OpError> {
         reason: format!("{address:?} is not an IP address"),
     })
 }
+
+#[cfg(test)]
+mod tests;

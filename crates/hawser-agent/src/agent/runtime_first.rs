@@ -108,8 +108,14 @@ impl Core {
         self.check_runtime_ops(desired, ops)?;
         let changing = Instant::now();
         phases.until_change = Some(changing - phases.began);
-        let executed =
-            runtime_ops::execute(&self.runtime, ops, &desired.files, &desired.plan).await;
+        let executed = runtime_ops::execute(
+            &self.runtime,
+            ops,
+            &desired.files,
+            &desired.plan,
+            &mut self.live_copies,
+        )
+        .await;
         phases.change = changing.elapsed();
         let version = match self.stage_timed(desired, phases) {
             Ok(version) => version,
@@ -215,8 +221,14 @@ impl Core {
         if ops.is_empty() {
             return;
         }
-        let executed =
-            runtime_ops::execute(&self.runtime, &ops, &desired.files, &desired.plan).await;
+        let executed = runtime_ops::execute(
+            &self.runtime,
+            &ops,
+            &desired.files,
+            &desired.plan,
+            &mut self.live_copies,
+        )
+        .await;
         if let Err(e) = executed {
             warn!("changing at runtime while a reload waits failed ({e}); the reload will");
             return;
@@ -270,9 +282,14 @@ impl Core {
     /// still names the running version.
     async fn undo(&mut self, desired: &Desired) {
         if let Decision::Runtime(ops) = decide(desired.view(), self.running.view()) {
-            let undone =
-                runtime_ops::execute(&self.runtime, &ops, &self.running.files, &self.running.plan)
-                    .await;
+            let undone = runtime_ops::execute(
+                &self.runtime,
+                &ops,
+                &self.running.files,
+                &self.running.plan,
+                &mut self.live_copies,
+            )
+            .await;
             match undone {
                 Ok(()) => return,
                 Err(e) => warn!("undoing the runtime change failed ({e}); reloading"),

@@ -1,0 +1,108 @@
+//! Which copy of a twinned map is read: asked once, then known.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use hawser_plan::{ROUTES_MAP_PATH, ROUTES_TWIN_MAP_PATH};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixListener;
+
+use super::*;
+
+/// A worker's runtime socket that answers map commands as HAProxy does
+/// and records every command.
+fn fake_worker(socket: &Path) -> Arc<Mutex<Vec<String>>> {
+    let listener = UnixListener::bind(socket).expect("bind");
+    let commands = Arc::new(Mutex::new(Vec::new()));
+    let recorded = Arc::clone(&commands);
+    tokio::spawn(async move {
+        let mut live = ROUTES_MAP_PATH.to_string();
+        while let Ok((stream, _)) = listener.accept().await {
+            let (read, mut write) = stream.into_split();
+            let mut line = String::new();
+            BufReader::new(read)
+                .read_line(&mut line)
+                .await
+                .expect("read");
+            let line = line.trim_end().to_string();
+            let reply = if line == format!("show map {LIVE_TWINS_MAP_PATH}") {
+                format!("0x1 {ROUTES_MAP_PATH} {live}\n\n")
+            } else {
+                if let Some(copy) =
+                    line.strip_prefix(&format!("set map {LIVE_TWINS_MAP_PATH} {ROUTES_MAP_PATH} "))
+                {
+                    live = copy.to_string();
+                }
+                "\n".to_string()
+            };
+            recorded.lock().unwrap().push(line);
+            write.write_all(reply.as_bytes()).await.expect("reply");
+        }
+    });
+    commands
+}
+
+fn route_added(key: &str) -> RuntimeOp {
+    RuntimeOp::EditTwinMap {
+        path: ROUTES_MAP_PATH.to_string(),
+        twin: ROUTES_TWIN_MAP_PATH.to_string(),
+        edits: vec![MapEdit::Add {
+            key: key.to_string(),
+            value: "be_a".to_string(),
+        }],
+    }
+}
+
+#[tokio::test]
+async fn the_copy_read_is_asked_once_and_known_after_until_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("admin.sock");
+    let commands = fake_worker(&socket);
+    let api = RuntimeApi::new(socket);
+    let (files, plan) = (FileSet::default(), Plan::default());
+    let mut live = LiveCopies::default();
+    let shown = |commands: &Mutex<Vec<String>>| {
+        let commands = commands.lock().unwrap();
+        commands
+            .iter()
+            .filter(|c| c.starts_with("show map"))
+            .count()
+    };
+
+    for key in ["a.example.com/", "b.example.com/"] {
+        execute(&api, &[route_added(key)], &files, &plan, &mut live)
+            .await
+            .expect("applied");
+    }
+    assert_eq!(shown(&commands), 1, "{:?}", commands.lock().unwrap());
+    // Each change is made in the copy not read, which is then read: the
+    // second change starts from the copy the first one left read.
+    let edited: Vec<String> = commands
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|c| c.starts_with("add map"))
+        .map(|c| c.split(' ').nth(2).unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(
+        edited,
+        [
+            ROUTES_TWIN_MAP_PATH,
+            ROUTES_MAP_PATH,
+            ROUTES_MAP_PATH,
+            ROUTES_TWIN_MAP_PATH
+        ]
+    );
+
+    live.forget();
+    execute(
+        &api,
+        &[route_added("c.example.com/")],
+        &files,
+        &plan,
+        &mut live,
+    )
+    .await
+    .expect("applied");
+    assert_eq!(shown(&commands), 2);
+}
