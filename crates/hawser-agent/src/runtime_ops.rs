@@ -77,6 +77,11 @@ impl LiveCopies {
 
 /// Runs `ops` in order; stops at the first failure (and then forgets which
 /// copies are read: a command may have been taken and not answered).
+///
+/// Servers removed one after another all leave traffic first (maintenance),
+/// then each drains and goes: an endpoint swap is seen by traffic once its
+/// new server is in and the old ones are out, not after the first old one
+/// has drained.
 pub async fn execute(
     api: &RuntimeApi,
     ops: &[RuntimeOp],
@@ -84,13 +89,50 @@ pub async fn execute(
     plan: &Plan,
     live: &mut LiveCopies,
 ) -> Result<(), OpError> {
-    for op in ops {
-        if let Err(e) = run(api, op, files, plan, live).await {
+    let mut rest = ops;
+    while let Some(op) = rest.first() {
+        let removals = rest
+            .iter()
+            .take_while(|op| matches!(op, RuntimeOp::RemoveServer { .. }))
+            .count();
+        let (done, result) = match removals {
+            0 => (1, run(api, op, files, plan, live).await),
+            _ => (removals, remove_servers(api, &rest[..removals]).await),
+        };
+        if let Err(e) = result {
             live.forget();
             return Err(e);
         }
+        rest = &rest[done..];
     }
     Ok(())
+}
+
+/// `removals` (each a [`RuntimeOp::RemoveServer`]): all in maintenance,
+/// then each drained and deleted.
+async fn remove_servers(api: &RuntimeApi, removals: &[RuntimeOp]) -> Result<(), OpError> {
+    let servers = removals.iter().filter_map(|op| match op {
+        RuntimeOp::RemoveServer { backend, server } => Some((op, backend, server)),
+        _ => None,
+    });
+    for (op, backend, server) in servers.clone() {
+        api.set_server_state(backend, server, AdminState::Maint)
+            .await
+            .map_err(|source| socket_error(op, source))?;
+    }
+    for (op, backend, server) in servers {
+        drain_and_delete(api, backend, server)
+            .await
+            .map_err(|source| socket_error(op, source))?;
+    }
+    Ok(())
+}
+
+fn socket_error(op: &RuntimeOp, source: SocketError) -> OpError {
+    OpError::Socket {
+        op: describe(op),
+        source,
+    }
 }
 
 /// A short description of an operation, for logs and errors.
@@ -147,10 +189,7 @@ async fn run(
     plan: &Plan,
     live: &mut LiveCopies,
 ) -> Result<(), OpError> {
-    let socket = |source| OpError::Socket {
-        op: describe(op),
-        source,
-    };
+    let socket = |source| socket_error(op, source);
     if let RuntimeOp::ReplaceMap { path } | RuntimeOp::EditMap { path, .. } = op
         && path == LIVE_TWINS_MAP_PATH
     {
@@ -241,9 +280,7 @@ async fn run(
             }
             Ok(())
         }
-        RuntimeOp::RemoveServer { backend, server } => {
-            remove_server(api, backend, server).await.map_err(socket)
-        }
+        RuntimeOp::RemoveServer { .. } => remove_servers(api, std::slice::from_ref(op)).await,
         RuntimeOp::RemoveCertificate { path, crt_list } => {
             api.del_ssl_crt_list(crt_list, path).await.map_err(socket)?;
             api.del_ssl_cert(path).await.map_err(socket)
@@ -300,11 +337,13 @@ async fn add_server(
     Ok(())
 }
 
-/// maint → wait until no connection is left (cut them after the drain
-/// budget) → `del server`.
-async fn remove_server(api: &RuntimeApi, backend: &str, server: &str) -> Result<(), SocketError> {
-    api.set_server_state(backend, server, AdminState::Maint)
-        .await?;
+/// A server in maintenance: wait until no connection is left (cut them
+/// after the drain budget) → `del server`.
+async fn drain_and_delete(
+    api: &RuntimeApi,
+    backend: &str,
+    server: &str,
+) -> Result<(), SocketError> {
     if api
         .wait_srv_removable(backend, server, DRAIN_BUDGET)
         .await?

@@ -1,4 +1,5 @@
-//! Which copy of a twinned map is read: asked once, then known.
+//! Runtime operations as the commands a worker receives: which copy of a
+//! twinned map is read, asked once, then known; servers removed together.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -27,6 +28,10 @@ fn fake_worker(socket: &Path) -> Arc<Mutex<Vec<String>>> {
             let line = line.trim_end().to_string();
             let reply = if line == format!("show map {LIVE_TWINS_MAP_PATH}") {
                 format!("0x1 {ROUTES_MAP_PATH} {live}\n\n")
+            } else if line.starts_with("wait ") {
+                "Done.\n\n".to_string()
+            } else if line.starts_with("del server ") {
+                "Server deleted.\n\n".to_string()
             } else {
                 if let Some(copy) =
                     line.strip_prefix(&format!("set map {LIVE_TWINS_MAP_PATH} {ROUTES_MAP_PATH} "))
@@ -105,4 +110,38 @@ async fn the_copy_read_is_asked_once_and_known_after_until_forgotten() {
     .await
     .expect("applied");
     assert_eq!(shown(&commands), 2);
+}
+
+#[tokio::test]
+async fn servers_removed_together_all_leave_traffic_before_any_is_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("admin.sock");
+    let commands = fake_worker(&socket);
+    let api = RuntimeApi::new(socket);
+    let removed = |server: &str| RuntimeOp::RemoveServer {
+        backend: "be".to_string(),
+        server: server.to_string(),
+    };
+    let ops = [removed("a"), removed("b")];
+    execute(
+        &api,
+        &ops,
+        &FileSet::default(),
+        &Plan::default(),
+        &mut LiveCopies::default(),
+    )
+    .await
+    .expect("applied");
+    let sent: Vec<String> = commands.lock().unwrap().clone();
+    assert_eq!(
+        sent,
+        [
+            "set server be/a state maint",
+            "set server be/b state maint",
+            "wait 5000ms srv-removable be/a",
+            "del server be/a",
+            "wait 5000ms srv-removable be/b",
+            "del server be/b",
+        ]
+    );
 }
