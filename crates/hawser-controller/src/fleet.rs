@@ -36,7 +36,7 @@ mod watched;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use hawser_model::{Kind, ObjectKey, ObjectRef, Store};
@@ -113,8 +113,9 @@ pub struct Snapshot {
     /// settings most agents ask for): the agents asking for those settings
     /// receive it as it is.
     pub rendered: Option<Arc<Rendered>>,
-    /// The Ingresses this render serves (ours, not rejected).
-    pub served: Arc<BTreeSet<ObjectKey>>,
+    /// The Ingresses this render serves (ours, not rejected): see
+    /// [`Snapshot::served`]. Set ahead only by tests.
+    pub served: Arc<OnceLock<BTreeSet<ObjectKey>>>,
     /// The objects this render rejected, and why.
     pub rejected: Arc<Vec<(ObjectRef, String)>>,
 }
@@ -370,7 +371,7 @@ impl Deliver for FleetSink {
             store: Arc::clone(&render.store),
             config: Arc::clone(&render.config),
             rendered: Some(Arc::clone(rendered)),
-            served: Arc::new(served_ingresses(&render.store, rendered)),
+            served: Arc::default(),
             rejected: Arc::new(
                 rendered
                     .diagnostics
@@ -426,6 +427,19 @@ pub fn served_ingresses(store: &Store, rendered: &hawser_render::Rendered) -> BT
         .filter(|r| !left_out.contains(r))
         .map(|r| r.key)
         .collect()
+}
+
+impl Snapshot {
+    /// The Ingresses this render serves (ours, not rejected), made when
+    /// first asked: the status writer asks, and the pushes to agents do not
+    /// wait for a set of every Ingress to be made (at thousands of
+    /// Ingresses, milliseconds of a change's way to traffic).
+    pub fn served(&self) -> &BTreeSet<ObjectKey> {
+        self.served.get_or_init(|| match &self.rendered {
+            Some(rendered) => served_ingresses(&self.store, rendered),
+            None => BTreeSet::new(),
+        })
+    }
 }
 
 impl FleetSink {

@@ -62,10 +62,11 @@ pub async fn publish_status(
                         ports: None,
                     })
                     .collect();
-                for key in snapshot.served.iter() {
+                let served = snapshot.served();
+                for key in served {
                     failed |= !sync_one(&client, key, &assigned, &mut known).await;
                 }
-                known.retain(|key, _| snapshot.served.contains(key));
+                known.retain(|key, _| served.contains(key));
             }
         } else {
             // A new leader reads again: another one may have written meanwhile.

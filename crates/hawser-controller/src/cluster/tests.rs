@@ -658,7 +658,7 @@ async fn ingress_status_is_written_once_per_real_change_by_the_leader_only() {
             store: Arc::new(Store::new()),
             config: Arc::default(),
             rendered: None,
-            served: Arc::new(served.clone()),
+            served: Arc::new(served.clone().into()),
             rejected: Arc::default(),
         }))
     };

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use hawser_render::{RenderConfig, generate_default_certificate};
+use hawser_render::{RenderConfig, Renderer, generate_default_certificate};
 use tokio::sync::watch;
 
 use super::*;
@@ -100,4 +100,47 @@ async fn follow_agents_tracks_discovery() {
     tokio::time::timeout(Duration::from_secs(10), fleet.stop())
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn the_served_ingresses_are_made_when_first_asked_not_when_delivered() {
+    let store = Arc::new(crate::test_store::store_of(
+        r#"
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: { name: hawser }
+spec: { controller: hawser.dev/ingress-controller }
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: { name: a, namespace: app }
+spec:
+  ingressClassName: hawser
+  rules:
+    - host: a.example.com
+      http: { paths: [{ path: /, pathType: Prefix, backend: { service: { name: web, port: { number: 80 } } } }] }
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: { name: other, namespace: app }
+spec: { ingressClassName: nginx, defaultBackend: { service: { name: web, port: { number: 80 } } } }
+"#,
+    ));
+    let rendered = Renderer::new(RenderConfig::default())
+        .unwrap()
+        .render(&store)
+        .unwrap();
+    let fleet = fleet(&[]);
+    let sink = fleet.sink();
+    let mut delivered = sink.subscribe();
+    sink.deliver(&CycleRender {
+        generation: hawser_plan::Generation::new(1),
+        store,
+        config: Arc::clone(&rendered.config),
+        rendered: Arc::new(rendered),
+    });
+    let snapshot = delivered.borrow_and_update().clone().expect("delivered");
+    assert!(snapshot.served.get().is_none(), "made before a push");
+    assert_eq!(*snapshot.served(), [ObjectKey::new("app", "a")].into());
+    fleet.stop().await;
 }
