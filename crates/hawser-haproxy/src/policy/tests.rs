@@ -215,6 +215,32 @@ fn judging_the_changed_lines_of_a_passed_configuration_agrees_with_judging_all()
     }
     assert!(changed_ones > 100, "too few refused edits: {changed_ones}");
 
+    // Edits of bytes, not lines: text removed from within lines joins
+    // what was left of two of them into one new line.
+    for _ in 0..2000 {
+        let lines = 1 + roll(6);
+        let passed: Vec<&str> = (0..lines).map(|_| ALLOWED[roll(ALLOWED.len())]).collect();
+        let passed = passed.join("\n") + "\n";
+        let from = roll(passed.len());
+        let to = from + roll(passed.len() - from + 1);
+        let inserted = match roll(3) {
+            0 => REFUSED[roll(REFUSED.len())],
+            1 => "lua-",
+            _ => "",
+        };
+        let config = format!("{}{inserted}{}", &passed[..from], &passed[to..]);
+        let all = verdict(check(&policy, &config));
+        let changed =
+            verdict(policy.check_config_change(passed.as_bytes(), config.as_bytes(), &no_files));
+        assert_eq!(changed, all, "{passed:?} → {config:?}");
+    }
+    let merged = policy.check_config_change(
+        b"  lua-x 1\nbackend b\n  y load /tmp/x.lua\n",
+        b"  lua-load /tmp/x.lua\n",
+        &no_files,
+    );
+    assert!(merged.is_err(), "a line joined by a removal is judged");
+
     // Only what changed is judged: a line both share is taken as passed.
     let shared = "  lua-load /tmp/x.lua\nbackend b\n  server s1 127.0.0.1:80\n";
     let edited = "  lua-load /tmp/x.lua\nbackend b\n  server s1 127.0.0.9:80\n";

@@ -199,8 +199,13 @@ fn hex(pair: Option<&[u8]>) -> Option<u8> {
 /// The lines of `after` that are not lines of `before` in the same place:
 /// the whole lines around what lies between the two texts' common start and
 /// common end, as a byte range of `after` and the number of its first line.
-/// `None` when no line of `after` differs (equal texts, or lines removed).
+/// Text removed from within a line makes that line new too, so the line
+/// holding the place of a removal is always among them. `None` only when
+/// the texts are equal.
 pub(crate) fn changed_lines(before: &[u8], after: &[u8]) -> Option<(Range<usize>, u32)> {
+    if before == after {
+        return None;
+    }
     let common_start = before.iter().zip(after).take_while(|(a, b)| a == b).count();
     let longest_end = before.len().min(after.len()) - common_start;
     let common_end = before
@@ -210,10 +215,8 @@ pub(crate) fn changed_lines(before: &[u8], after: &[u8]) -> Option<(Range<usize>
         .take(longest_end)
         .take_while(|(a, b)| a == b)
         .count();
-    let (changed_from, changed_to) = (common_start, after.len() - common_end);
-    if changed_from >= changed_to {
-        return None;
-    }
+    let changed_from = common_start;
+    let changed_to = (after.len() - common_end).max(changed_from);
     let start = after[..changed_from]
         .iter()
         .rposition(|b| *b == b'\n')
