@@ -201,17 +201,18 @@ fn entry_edits(old: &MapPlan, new: &MapPlan) -> Option<(Vec<MapEdit>, Vec<MapEdi
     if old.match_kind != new.match_kind || !tree {
         return None;
     }
-    let EntryChanges {
-        mut added,
-        changed,
-        mut removed,
-    } = EntryChanges::walked(&old.entries, &new.entries)
+    let changes = EntryChanges::walked(&old.entries, &new.entries)
         .or_else(|| EntryChanges::by_key(old, new))?;
-    let edits = added.len() + changed.len() + removed.len();
+    let edits = changes.count();
     // No edit while the file changed: the plan does not say how; replace.
     if edits == 0 || edits > MAX_ENTRY_EDITS {
         return None;
     }
+    let EntryChanges {
+        mut added,
+        changed,
+        mut removed,
+    } = changes;
     added.sort_by(|(a, _), (b, _)| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
     removed.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
     let owned = |(key, value): (&str, &str)| (key.to_string(), value.to_string());
@@ -247,9 +248,8 @@ impl<'a> EntryChanges<'a> {
     /// By walking both lists side by side, when both are in one of the
     /// orders the renderer writes maps in (longest key first, or by key),
     /// each key after the one before it: so no key repeats. `None` when
-    /// they are not, or when more than [`MAX_ENTRY_EDITS`] changed (the
-    /// map is replaced then). Linear, without a copy: a route map of
-    /// thousands of entries is compared on every change.
+    /// they are not. Linear, without a copy: a route map of thousands of
+    /// entries is compared on every change.
     fn walked(old: &'a [MapEntry], new: &'a [MapEntry]) -> Option<EntryChanges<'a>> {
         let orders: [fn(&str, &str) -> Ordering; 2] = [longest_first, str::cmp];
         let order = orders
@@ -273,9 +273,6 @@ impl<'a> EntryChanges<'a> {
                         changes.changed.push(pair(is));
                     }
                 }
-            }
-            if changes.count() > MAX_ENTRY_EDITS {
-                return None;
             }
         }
     }
