@@ -10,10 +10,11 @@ use tokio::net::UnixListener;
 
 use super::*;
 
-/// A worker's runtime socket that answers map commands as HAProxy does
-/// and records every command.
-fn fake_worker(socket: &Path) -> Arc<Mutex<Vec<String>>> {
-    let listener = UnixListener::bind(socket).expect("bind");
+/// A worker's runtime socket in `dir` that answers map and server
+/// commands as HAProxy does and records every command; the API to it.
+fn fake_worker(dir: &Path) -> (RuntimeApi, Arc<Mutex<Vec<String>>>) {
+    let socket = dir.join("admin.sock");
+    let listener = UnixListener::bind(&socket).expect("bind");
     let commands = Arc::new(Mutex::new(Vec::new()));
     let recorded = Arc::clone(&commands);
     tokio::spawn(async move {
@@ -44,7 +45,7 @@ fn fake_worker(socket: &Path) -> Arc<Mutex<Vec<String>>> {
             write.write_all(reply.as_bytes()).await.expect("reply");
         }
     });
-    commands
+    (RuntimeApi::new(socket), commands)
 }
 
 fn route_added(key: &str) -> RuntimeOp {
@@ -61,9 +62,7 @@ fn route_added(key: &str) -> RuntimeOp {
 #[tokio::test]
 async fn the_copy_read_is_asked_once_and_known_after_until_forgotten() {
     let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("admin.sock");
-    let commands = fake_worker(&socket);
-    let api = RuntimeApi::new(socket);
+    let (api, commands) = fake_worker(dir.path());
     let (files, plan) = (FileSet::default(), Plan::default());
     let mut live = LiveCopies::default();
     let shown = |commands: &Mutex<Vec<String>>| {
@@ -115,9 +114,7 @@ async fn the_copy_read_is_asked_once_and_known_after_until_forgotten() {
 #[tokio::test]
 async fn servers_removed_together_all_leave_traffic_before_any_is_deleted() {
     let dir = tempfile::tempdir().unwrap();
-    let socket = dir.path().join("admin.sock");
-    let commands = fake_worker(&socket);
-    let api = RuntimeApi::new(socket);
+    let (api, commands) = fake_worker(dir.path());
     let removed = |server: &str| RuntimeOp::RemoveServer {
         backend: "be".to_string(),
         server: server.to_string(),
