@@ -162,7 +162,11 @@ pub(crate) enum TwinStep<'a> {
 
 /// The steps of `edits` to the map at `path` and its `twin` while requests
 /// read the copy `read` (as `live_twins.map` names it): the other copy
-/// edited, then read, then this one edited. `None` when `read` is neither.
+/// edited, then read, then this one edited. One edit alone is seen whole
+/// wherever it is made: the copy read is edited first, then the other, and
+/// the change is live one round trip sooner (a crash between the two
+/// leaves what the switch of copies leaves: the copy read new, the other
+/// old). `None` when `read` is neither.
 pub(crate) fn twin_steps<'a>(
     path: &'a str,
     twin: &'a str,
@@ -175,6 +179,9 @@ pub(crate) fn twin_steps<'a>(
         _ => return None,
     };
     let edit = |map: &'a str| edits.iter().map(move |edit| TwinStep::Edit { map, edit });
+    if let [_] = edits {
+        return Some(edit(read).chain(edit(unread)).collect());
+    }
     Some(
         edit(unread)
             .chain([TwinStep::Read { copy: unread }])

@@ -48,15 +48,27 @@ fn fake_worker(dir: &Path) -> (RuntimeApi, Arc<Mutex<Vec<String>>>) {
     (RuntimeApi::new(socket), commands)
 }
 
-fn route_added(key: &str) -> RuntimeOp {
+fn routes_added(keys: &[&str]) -> RuntimeOp {
     RuntimeOp::EditTwinMap {
         path: ROUTES_MAP_PATH.to_string(),
         twin: ROUTES_TWIN_MAP_PATH.to_string(),
-        edits: vec![MapEdit::Add {
-            key: key.to_string(),
-            value: "be_a".to_string(),
-        }],
+        edits: keys
+            .iter()
+            .map(|key| MapEdit::Add {
+                key: key.to_string(),
+                value: "be_a".to_string(),
+            })
+            .collect(),
     }
+}
+
+/// The copies `add map` went to, in order, from the `from`th command on.
+fn edited(commands: &Mutex<Vec<String>>, from: usize) -> Vec<String> {
+    commands.lock().unwrap()[from..]
+        .iter()
+        .filter(|c| c.starts_with("add map"))
+        .map(|c| c.split(' ').nth(2).unwrap_or_default().to_string())
+        .collect()
 }
 
 #[tokio::test]
@@ -73,42 +85,37 @@ async fn the_copy_read_is_asked_once_and_known_after_until_forgotten() {
             .count()
     };
 
-    for key in ["a.example.com/", "b.example.com/"] {
-        execute(&api, &[route_added(key)], &files, &plan, &mut live)
+    for keys in [
+        ["a.example.com/", "b.example.com/"],
+        ["c.example.com/", "d.example.com/"],
+    ] {
+        execute(&api, &[routes_added(&keys)], &files, &plan, &mut live)
             .await
             .expect("applied");
     }
     assert_eq!(shown(&commands), 1, "{:?}", commands.lock().unwrap());
     // Each change is made in the copy not read, which is then read: the
     // second change starts from the copy the first one left read.
-    let edited: Vec<String> = commands
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|c| c.starts_with("add map"))
-        .map(|c| c.split(' ').nth(2).unwrap_or_default().to_string())
-        .collect();
+    let (twin, routes) = (ROUTES_TWIN_MAP_PATH, ROUTES_MAP_PATH);
     assert_eq!(
-        edited,
-        [
-            ROUTES_TWIN_MAP_PATH,
-            ROUTES_MAP_PATH,
-            ROUTES_MAP_PATH,
-            ROUTES_TWIN_MAP_PATH
-        ]
+        edited(&commands, 0),
+        [twin, twin, routes, routes, routes, routes, twin, twin]
     );
 
     live.forget();
-    execute(
-        &api,
-        &[route_added("c.example.com/")],
-        &files,
-        &plan,
-        &mut live,
-    )
-    .await
-    .expect("applied");
+    let before = commands.lock().unwrap().len();
+    let one_route = routes_added(&["e.example.com/"]);
+    execute(&api, &[one_route], &files, &plan, &mut live)
+        .await
+        .expect("applied");
     assert_eq!(shown(&commands), 2);
+    // One edit is made in the copy read (the second change left the
+    // routes copy read), then in the other, with no switch between.
+    assert_eq!(edited(&commands, before), [routes, twin]);
+    let switched = commands.lock().unwrap()[before..]
+        .iter()
+        .any(|c| c.starts_with(&format!("set map {LIVE_TWINS_MAP_PATH}")));
+    assert!(!switched, "{:?}", commands.lock().unwrap());
 }
 
 #[tokio::test]

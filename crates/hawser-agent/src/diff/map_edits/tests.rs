@@ -297,30 +297,58 @@ fn requests_read_a_twinned_route_map_whole_in_one_version_at_every_step() {
 
 #[test]
 fn a_twinned_map_is_edited_in_the_copy_not_read_then_read_from_it() {
-    let edits = [MapEdit::Del { key: "k".into() }];
+    let edits = [
+        MapEdit::Del { key: "k".into() },
+        MapEdit::Del { key: "l".into() },
+    ];
     let steps = |read| twin_steps("a.map", "b.map", read, &edits);
-    let edit = |map| TwinStep::Edit {
+    let edit = |map, at: usize| TwinStep::Edit {
         map,
-        edit: &edits[0],
+        edit: &edits[at],
     };
     assert_eq!(
         steps(Some("a.map")),
         Some(vec![
-            edit("b.map"),
+            edit("b.map", 0),
+            edit("b.map", 1),
             TwinStep::Read { copy: "b.map" },
-            edit("a.map")
+            edit("a.map", 0),
+            edit("a.map", 1),
         ])
     );
     assert_eq!(
         steps(Some("b.map")),
         Some(vec![
-            edit("a.map"),
+            edit("a.map", 0),
+            edit("a.map", 1),
             TwinStep::Read { copy: "a.map" },
-            edit("b.map")
+            edit("b.map", 0),
+            edit("b.map", 1),
         ])
     );
     assert_eq!(steps(Some("c.map")), None);
     assert_eq!(steps(None), None);
+}
+
+#[test]
+fn one_edit_of_a_twinned_map_is_made_in_the_copy_read_first() {
+    let edits = [MapEdit::Add {
+        key: "k".into(),
+        value: "v".into(),
+    }];
+    let edit = |map| TwinStep::Edit {
+        map,
+        edit: &edits[0],
+    };
+    assert_eq!(
+        twin_steps("a.map", "b.map", Some("a.map"), &edits),
+        Some(vec![edit("a.map"), edit("b.map")])
+    );
+    assert_eq!(
+        twin_steps("a.map", "b.map", Some("b.map"), &edits),
+        Some(vec![edit("b.map"), edit("a.map")])
+    );
+    assert_eq!(twin_steps("a.map", "b.map", None, &edits), None);
 }
 
 #[test]
