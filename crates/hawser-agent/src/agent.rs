@@ -43,7 +43,7 @@ mod stage;
 
 use apply_error::ApplyError;
 use retry::Retry;
-use runtime_first::{AtRuntime, PolicyPassed};
+use runtime_first::{AtRuntime, Awaited, PolicyPassed};
 
 /// One rendered version to apply. Its files and plan are shared (with the
 /// render that made them, and with the running version once applied),
@@ -639,7 +639,8 @@ impl Core {
         let (version, reasons) = match decide(self.running.view(), desired.view()) {
             Decision::NoOp => {
                 let version = self.stage_timed(desired, phases)?;
-                self.check_version(version, desired, phases).await?;
+                self.check_version(version, desired, phases, Awaited::ByNothing)
+                    .await?;
                 self.publish_good(version, desired)?;
                 return Ok(Some((
                     ApplyKind::NoOp,
@@ -652,7 +653,8 @@ impl Core {
             },
             Decision::Reload(reasons) => {
                 let version = self.stage_timed(desired, phases)?;
-                self.check_version(version, desired, phases).await?;
+                self.check_version(version, desired, phases, Awaited::ByReload)
+                    .await?;
                 (version, reasons)
             }
         };

@@ -21,6 +21,7 @@ pub struct HaproxyBinary {
     path: PathBuf,
     version: Version,
     check_timeout: Duration,
+    check_niceness: i32,
 }
 
 impl HaproxyBinary {
@@ -70,6 +71,7 @@ impl HaproxyBinary {
             path,
             version,
             check_timeout: DEFAULT_CHECK_TIMEOUT,
+            check_niceness: 0,
         })
     }
 
@@ -77,6 +79,21 @@ impl HaproxyBinary {
     pub fn with_check_timeout(mut self, timeout: Duration) -> Self {
         self.check_timeout = timeout;
         self
+    }
+
+    /// Runs checks `niceness` steps of `nice` below hawser's own CPU
+    /// priority: for a check nobody waits for, which then leaves the CPUs
+    /// to the traffic HAProxy serves (see [`Limits::niceness`]).
+    ///
+    /// [`Limits::niceness`]: crate::sandbox::Limits::niceness
+    pub fn with_check_niceness(mut self, niceness: i32) -> Self {
+        self.check_niceness = niceness;
+        self
+    }
+
+    /// How many steps below hawser's own CPU priority checks run.
+    pub fn check_niceness(&self) -> i32 {
+        self.check_niceness
     }
 
     /// The binary's path, as given or as found on `PATH`.

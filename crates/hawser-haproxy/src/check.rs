@@ -6,7 +6,7 @@ use std::{io, path::Path, process::Stdio};
 
 use tokio::process::Command;
 
-use crate::sandbox::Sandbox;
+use crate::sandbox::{Limits, Sandbox};
 use crate::{ConfigPolicy, HaproxyBinary, HaproxyError};
 
 /// What a passing check had to say.
@@ -57,7 +57,12 @@ impl HaproxyBinary {
         // HAProxy runs candidate code while it parses (`lua-load`): it may
         // read the tree and nothing else of the user's, write nowhere and
         // connect nowhere. Dropping the wait on timeout kills it.
+        let limits = Limits {
+            niceness: self.check_niceness(),
+            ..Limits::default()
+        };
         let child = check_sandbox(tree, config.as_ref())
+            .limits(limits)
             .spawn(command)
             .await
             .map_err(|error| spawn_error(io::Error::other(error)))?

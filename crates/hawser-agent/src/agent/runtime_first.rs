@@ -60,6 +60,24 @@ impl PolicyPassed {
     }
 }
 
+/// How far below hawser's own CPU priority a check runs that nothing waits
+/// for (`nice` steps): the full check after a runtime change is a
+/// HAProxy parsing thousands of routes, and the first requests of the
+/// change, on the same CPUs, should not wait for it.
+const BACKGROUND_CHECK_NICENESS: i32 = 10;
+
+/// Whether anything waits for the full check of a staged version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Awaited {
+    /// A reload that loads the version: the check runs at hawser's own
+    /// CPU priority.
+    ByReload,
+    /// Nothing: the change is live already (or there is none), and the
+    /// check only decides whether `current` may name the version. It runs
+    /// below traffic.
+    ByNothing,
+}
+
 /// How a runtime apply ended, when nothing was refused.
 pub(super) enum AtRuntime {
     /// Applied, staged, checked and published: what the operations did.
@@ -80,12 +98,20 @@ impl Core {
         version: VersionName,
         desired: &Desired,
         phases: &mut Phases,
+        awaited: Awaited,
     ) -> Result<(), ApplyError> {
         let began = Instant::now();
         let config_text = desired.files.text(CONFIG_PATH).unwrap_or_default();
-        let result = self
-            .config
-            .haproxy
+        let below_traffic;
+        let haproxy = match awaited {
+            Awaited::ByReload => &self.config.haproxy,
+            Awaited::ByNothing => {
+                below_traffic =
+                    (self.config.haproxy.clone()).with_check_niceness(BACKGROUND_CHECK_NICENESS);
+                &below_traffic
+            }
+        };
+        let result = haproxy
             .check_staged_tree(
                 &self.config.paths.config_policy(),
                 &self.tree.version_path(version),
@@ -136,13 +162,15 @@ impl Core {
                 return Err(ApplyError::Unanswered(e));
             }
             warn!("runtime change failed ({e}); reloading instead");
-            self.check_version(version, desired, phases).await?;
+            self.check_version(version, desired, phases, Awaited::ByReload)
+                .await?;
             let reason = format!("runtime change failed: {e}");
             return Ok(AtRuntime::ReloadInstead { version, reason });
         }
         self.status
             .send_modify(|s| s.runtime_ops += ops.len() as u64);
-        if let Err(refused) = self.check_version(version, desired, phases).await {
+        let checked = self.check_version(version, desired, phases, Awaited::ByNothing);
+        if let Err(refused) = checked.await {
             warn!("the full check refuses the tree of a runtime change ({refused}); undoing it");
             self.undo(desired).await;
             return Err(refused);

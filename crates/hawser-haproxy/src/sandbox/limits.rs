@@ -1,7 +1,8 @@
-//! Resource limits of a sandboxed child: CPU seconds, address space and the
-//! size of any file it writes.
+//! Resource limits of a sandboxed child: CPU seconds, address space, the
+//! size of any file it writes, and its CPU priority.
 //!
-//! They are set with `prlimit(2)` on the child right after it starts, from
+//! They are set with `prlimit(2)` (and `setpriority(2)`) on the child right
+//! after it starts, from
 //! the thread that started it: rlimits belong to the whole process, so
 //! setting them on the parent would bound hawser itself, and setting them
 //! between fork and exec needs a `pre_exec` hook, which needs `unsafe`. The
@@ -24,16 +25,23 @@ pub struct Limits {
     /// Largest file the child may write, in bytes (it has nowhere to write
     /// under Landlock: this bounds it where Landlock is missing).
     pub file_size_bytes: u64,
+    /// How many steps of `nice` below hawser's own CPU priority the child
+    /// runs: 0, the same. A check nobody waits for (the full check after a
+    /// runtime change) runs below, so that the traffic HAProxy serves on
+    /// the same CPUs does not wait for it.
+    pub niceness: i32,
 }
 
 impl Default for Limits {
     /// 60 CPU seconds, 4 GiB of address space (HAProxy reserves a stack
-    /// and an allocator arena per thread), files of at most 1 MiB.
+    /// and an allocator arena per thread), files of at most 1 MiB, hawser's
+    /// own CPU priority.
     fn default() -> Self {
         Self {
             cpu_seconds: 60,
             address_space_bytes: 4 << 30,
             file_size_bytes: 1 << 20,
+            niceness: 0,
         }
     }
 }
@@ -64,8 +72,23 @@ impl Limits {
                 other => other?,
             }
         }
-        Ok(())
+        match lower_priority(pid, self.niceness) {
+            Err(error) if error.raw_os_error() == Some(ESRCH) => Ok(()),
+            other => other,
+        }
     }
+}
+
+/// Runs `pid` `niceness` steps below this process's CPU priority (lowering
+/// a priority needs no privilege; raising one is never asked for).
+fn lower_priority(pid: i32, niceness: i32) -> io::Result<()> {
+    use rustix::process::{Pid, getpriority_process, setpriority_process};
+    if niceness <= 0 {
+        return Ok(());
+    }
+    let own = getpriority_process(None)?;
+    setpriority_process(Pid::from_raw(pid), own.saturating_add(niceness).min(19))?;
+    Ok(())
 }
 
 /// Sets `resource` of `pid` to at most `soft` / `hard`, never above the

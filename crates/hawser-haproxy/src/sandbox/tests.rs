@@ -86,6 +86,7 @@ async fn sandbox_applies_its_limits_to_the_child() {
         cpu_seconds: 7,
         address_space_bytes: 900 << 20,
         file_size_bytes: 12345,
+        niceness: 7,
     };
     let mut command = Command::new("/bin/sleep");
     command.arg("5");
@@ -116,6 +117,18 @@ async fn sandbox_applies_its_limits_to_the_child() {
     )
     .unwrap();
     assert_eq!(soft, 12345);
+    let own = rustix::process::getpriority_process(None).unwrap();
+    let child = rustix::process::getpriority_process(rustix::process::Pid::from_raw(pid)).unwrap();
+    assert_eq!(
+        child,
+        (own + 7).min(19),
+        "the child runs below this process"
+    );
+    assert_eq!(
+        rustix::process::getpriority_process(None).unwrap(),
+        own,
+        "and this process's own priority is unchanged"
+    );
 }
 
 #[tokio::test]

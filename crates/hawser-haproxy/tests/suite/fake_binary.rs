@@ -1,4 +1,5 @@
-//! Version gating and the check timeout, with shell scripts posing as HAProxy.
+//! Version gating, the check timeout and the check's CPU priority, with
+//! shell scripts posing as HAProxy.
 //!
 //! One test on purpose: every script is written before any is run, so no
 //! concurrent fork can hold a script open for writing while another is
@@ -42,7 +43,6 @@ async fn fake_binaries_are_gated_by_version_and_bounded_by_the_timeout() {
         // A busy shell: the check's sandbox lets it execute nothing else.
         "while :; do :; done",
     );
-
     let newer = HaproxyBinary::at(&newer).unwrap();
     assert_eq!(newer.version(), Version::new(3, 2, 0));
 
@@ -77,4 +77,50 @@ async fn fake_binaries_are_gated_by_version_and_bounded_by_the_timeout() {
         "{error:?}"
     );
     assert!(started.elapsed() < Duration::from_secs(10));
+
+    // A check nobody waits for runs below hawser's own CPU priority; by
+    // default a check runs at it. (The sandbox keeps the child from
+    // reading /proc: it is read from here, while the check runs.)
+    let own = niceness(std::process::id()).unwrap();
+    for (niceness_asked, below) in [(None, 0), (Some(10), 10)] {
+        let mut binary = hanging.clone().with_check_timeout(Duration::from_secs(5));
+        if let Some(asked) = niceness_asked {
+            binary = binary.with_check_niceness(asked);
+        }
+        let policy = ConfigPolicy::default();
+        let check = binary.check(&policy, dir.path(), "haproxy.cfg");
+        let seen = async {
+            loop {
+                if let Some(nice) = child_running(dir.path()).and_then(niceness) {
+                    break nice;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        let nice = tokio::select! {
+            nice = seen => nice,
+            ended = check => panic!("the check ended first: {ended:?}"),
+        };
+        assert_eq!(nice, (own + below).min(19));
+    }
+}
+
+/// The process running a script of `dir` whose parent is this process.
+fn child_running(dir: &std::path::Path) -> Option<u32> {
+    let ours = std::process::id().to_string();
+    fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+        let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+        let stat = fs::read_to_string(entry.path().join("stat")).ok()?;
+        let parent = stat.rsplit_once(") ")?.1.split_whitespace().nth(1)?;
+        let cmdline = fs::read(entry.path().join("cmdline")).ok()?;
+        let runs_ours = String::from_utf8_lossy(&cmdline).contains(&*dir.to_string_lossy());
+        (parent == ours && runs_ours).then_some(pid)
+    })
+}
+
+/// The `nice` value of process `pid` (the 19th field of its stat).
+fn niceness(pid: u32) -> Option<i32> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_comm = stat.rsplit_once(") ")?.1;
+    after_comm.split_whitespace().nth(16)?.parse().ok()
 }
