@@ -233,12 +233,7 @@ impl MapPlan {
     /// it as a prefix tree (an exact key, ending in `|`, is longer than any
     /// prefix key that also matches).
     pub fn longest_first(path: &str, mut entries: Vec<MapEntry>) -> MapPlan {
-        entries.sort_by(|a, b| {
-            b.key
-                .len()
-                .cmp(&a.key.len())
-                .then_with(|| a.key.cmp(&b.key))
-        });
+        entries.sort_by(|a, b| MapEntry::longest_first(&a.key, &b.key));
         MapPlan {
             path: path.to_string(),
             match_kind: MatchKind::Beg,
@@ -299,6 +294,14 @@ pub enum MatchKind {
 pub struct MapEntry {
     pub key: String,
     pub value: String,
+}
+
+impl MapEntry {
+    /// The order of keys in a [`MapPlan::longest_first`] map: longest
+    /// first, then by key.
+    pub fn longest_first(a: &str, b: &str) -> std::cmp::Ordering {
+        b.len().cmp(&a.len()).then_with(|| a.cmp(b))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

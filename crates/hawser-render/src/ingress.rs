@@ -579,6 +579,7 @@ mod aliases;
 mod canary;
 mod claims;
 mod kept;
+mod routes_map;
 use aliases::{add_alias_routes, add_www_redirects, alias_routes};
 pub(crate) use canary::{CanaryView, canary_maps};
 use claims::{claim, claim_exact};

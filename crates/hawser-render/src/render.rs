@@ -190,8 +190,9 @@ impl Renderer {
         let mut diags = Diagnostics::default();
         let mut files = FileSet::default();
 
-        let (routes, route_reports) = self.kept_routes.route_table(store, settings);
-        diags.extend(&route_reports);
+        let routing = self.kept_routes.route_table(store, settings);
+        let routes = &routing.table;
+        diags.extend(&routing.reported);
         let (gateway_table, mut gateway_status) =
             gateway::gateway_table(store, &settings.gateway_controller, &mut diags);
         let mut gateway_view = gateway_frontends::gateway_view(
@@ -265,7 +266,7 @@ impl Renderer {
         }
         backends.sort_by(|a, b| a.name.cmp(&b.name));
         let tls_uses = with_listener_certificates(&routes.tls, &gateway_table);
-        let mut maps = route_maps(&routes);
+        let mut maps = route_maps(routes, routing.routes_map.clone());
         let (canary_maps, canary_view) = crate::ingress::canary_maps(&routes.canaries);
         maps.extend(canary_maps);
         let (feature_maps, feature_view) = features::feature_maps(&routes.features, settings);
@@ -351,7 +352,7 @@ impl Renderer {
             files.insert(SPARES_MAP_PATH, FileKind::Map, map.to_file());
         }
         files.insert(CONFIG_PATH, FileKind::Config, config);
-        self.kept_routes.keep(routes, route_reports, store);
+        self.kept_routes.keep(routing, store);
         Ok(Rendered {
             files: Arc::new(files),
             plan: Arc::new(plan),
@@ -490,25 +491,14 @@ fn with_listener_certificates<'a>(
     uses
 }
 
-/// Exact and prefix routes in one map (a crash or a reader between two maps
-/// could see a mix), kept in two copies so that a change of several routes
-/// is one switch of copies at runtime.
-fn route_maps(routes: &RouteTable) -> Vec<MapPlan> {
+/// Exact and prefix routes in one map, `routes_map` (a crash or a reader
+/// between two maps could see a mix), kept in two copies so that a change
+/// of several routes is one switch of copies at runtime.
+fn route_maps(routes: &RouteTable, routes_map: Vec<MapEntry>) -> Vec<MapPlan> {
     let entry = |key: String, target: &Target| MapEntry {
         key,
         value: target.map_value(),
     };
-    let entries: Vec<MapEntry> = routes
-        .exact
-        .iter()
-        .map(|(key, target)| entry(format!("{key}{ROUTE_KEY_END}"), target))
-        .chain(
-            routes
-                .prefix
-                .iter()
-                .map(|(key, target)| entry(key.clone(), target)),
-        )
-        .collect();
     let regex: Vec<MapEntry> = routes
         .regex
         .iter()
@@ -527,7 +517,8 @@ fn route_maps(routes: &RouteTable) -> Vec<MapPlan> {
     let mut www_map = MapPlan::longest_first(WWW_REDIRECT_MAP_PATH, www);
     www_map.match_kind = hawser_plan::MatchKind::Str;
     vec![
-        MapPlan::longest_first(ROUTES_MAP_PATH, entries).with_twin(ROUTES_TWIN_MAP_PATH),
+        // In that order already: sorting finds one run.
+        MapPlan::longest_first(ROUTES_MAP_PATH, routes_map).with_twin(ROUTES_TWIN_MAP_PATH),
         regex_map,
         www_map,
     ]

@@ -258,7 +258,7 @@ impl<'a> EntryChanges<'a> {
     /// they are not. Linear, without a copy: a route map of thousands of
     /// entries is compared on every change.
     fn walked(old: &'a [MapEntry], new: &'a [MapEntry]) -> Option<EntryChanges<'a>> {
-        let orders: [fn(&str, &str) -> Ordering; 2] = [longest_first, str::cmp];
+        let orders: [fn(&str, &str) -> Ordering; 2] = [MapEntry::longest_first, str::cmp];
         let order = orders
             .into_iter()
             .find(|order| in_order(old, *order) && in_order(new, *order))?;
@@ -307,11 +307,6 @@ impl<'a> EntryChanges<'a> {
 
 fn pair(entry: &MapEntry) -> (&str, &str) {
     (entry.key.as_str(), entry.value.as_str())
-}
-
-/// The order of [`MapPlan::longest_first`].
-fn longest_first(a: &str, b: &str) -> Ordering {
-    b.len().cmp(&a.len()).then_with(|| a.cmp(b))
 }
 
 /// Each key strictly after the one before it.

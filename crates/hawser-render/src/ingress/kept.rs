@@ -4,7 +4,7 @@
 //! ```text
 //! render start ── take ──▶ last table ── patched by each Ingress changed ──▶ table
 //!                               └── cannot be patched: made from every Ingress ──▶ table
-//! render end   ◀── keep ── the table, what making it reported, the store it is of
+//! render end   ◀── keep ── the table, what making it reported, its routes map, the store it is of
 //! ```
 //!
 //! The table is a fold of the Ingresses served, in claim order
@@ -52,10 +52,11 @@ use std::collections::btree_map::Entry;
 use std::sync::Mutex;
 
 use hawser_model::{Ingress, Kind, ObjectKey, ObjectRef, Store};
+use hawser_plan::MapEntry;
 
 use super::{
     RouteMap, RouteTable, TlsUse, add_tls_hosts, claim_order, features_key, owned, route_table,
-    table_of,
+    routes_map, table_of,
 };
 use crate::config::Settings;
 use crate::report::{Diagnostic, Diagnostics};
@@ -79,34 +80,50 @@ struct Kept {
     table: RouteTable,
     /// What making the table reported, as reported.
     reported: Vec<Diagnostic>,
+    /// The table's routes map, patched with it (`routes_map.rs`).
+    routes_map: Vec<MapEntry>,
+}
+
+/// A routing table, what making it reported, and its routes map's entries.
+pub(crate) struct Routing {
+    pub table: RouteTable,
+    pub reported: Vec<Diagnostic>,
+    pub routes_map: Vec<MapEntry>,
 }
 
 impl KeptRoutes {
-    /// The routing table of `store` and what making it reported: the kept
-    /// one patched when it can be, else made from every Ingress.
-    pub(crate) fn route_table(
-        &self,
-        store: &Store,
-        settings: &Settings,
-    ) -> (RouteTable, Vec<Diagnostic>) {
+    /// The routing table of `store`, what making it reported and its
+    /// routes map: the kept ones patched when they can be, else made from
+    /// every Ingress.
+    pub(crate) fn route_table(&self, store: &Store, settings: &Settings) -> Routing {
         let last = self.last.lock().ok().and_then(|mut last| last.take());
         if let Some(mut kept) = last
-            && patch(&mut kept, store, settings).is_some()
+            && let Some(touched) = patch(&mut kept, store, settings)
         {
-            return (kept.table, kept.reported);
+            routes_map::patch(&mut kept.routes_map, &kept.table, &touched);
+            return Routing {
+                table: kept.table,
+                reported: kept.reported,
+                routes_map: kept.routes_map,
+            };
         }
         let mut diags = Diagnostics::default();
         let table = route_table(store, settings, &mut diags);
-        (table, diags.into_reported())
+        Routing {
+            routes_map: routes_map::entries(&table),
+            table,
+            reported: diags.into_reported(),
+        }
     }
 
-    /// Keeps the table of `store` for the next render.
-    pub(crate) fn keep(&self, table: RouteTable, reported: Vec<Diagnostic>, store: &Store) {
+    /// Keeps the routing of `store` for the next render.
+    pub(crate) fn keep(&self, routing: Routing, store: &Store) {
         if let Ok(mut last) = self.last.lock() {
             *last = Some(Kept {
                 store: store.clone(),
-                table,
-                reported,
+                table: routing.table,
+                reported: routing.reported,
+                routes_map: routing.routes_map,
             });
         }
     }
@@ -119,9 +136,14 @@ impl std::fmt::Debug for KeptRoutes {
     }
 }
 
-/// Makes `kept` the table of `store`; none when it cannot be patched (then
-/// it is left half patched, to be dropped).
-fn patch(kept: &mut Kept, store: &Store, settings: &Settings) -> Option<()> {
+/// Makes `kept` the table of `store`, and says which route keys it took
+/// out or put in; none when it cannot be patched (then it is left half
+/// patched, to be dropped).
+fn patch(
+    kept: &mut Kept,
+    store: &Store,
+    settings: &Settings,
+) -> Option<BTreeSet<(RouteMap, String)>> {
     let (table, last) = (&kept.table, &kept.store);
     let unchanged = |kind| last.shares(store, kind);
     let read_unchanged = unchanged(Kind::IngressClass)
@@ -132,10 +154,15 @@ fn patch(kept: &mut Kept, store: &Store, settings: &Settings) -> Option<()> {
     }
     let changed = kept.store.ingress_changes(store, PATCH_LIMIT)?;
     let mut secrets = BTreeSet::new();
+    let mut touched = BTreeSet::new();
     for key in &changed {
         let old = Part::of(kept.store.ingress(key), &kept.store, settings)?;
         let new = Part::of(store.ingress(key), store, settings)?;
         let object = ObjectRef::new(Kind::Ingress, key.clone());
+        for map in ROUTE_MAPS {
+            let keys = old.table.claims(map).keys().chain(new.table.claims(map).keys());
+            touched.extend(keys.map(|key| (map, key.clone())));
+        }
         secrets.extend(old.table.tls.keys().cloned());
         secrets.extend(new.table.tls.keys().cloned());
         replace(
@@ -153,7 +180,7 @@ fn patch(kept: &mut Kept, store: &Store, settings: &Settings) -> Option<()> {
         remake_tls_use(&mut kept.table, secret, store)?;
     }
     kept.store = store.clone();
-    Some(())
+    Some(touched)
 }
 
 /// What one Ingress puts in the table, made alone.

@@ -73,6 +73,7 @@ fn kept(store: &Store) -> Kept {
     let table = route_table(store, &settings(), &mut diags);
     Kept {
         store: store.clone(),
+        routes_map: routes_map::entries(&table),
         table,
         reported: diags.into_reported(),
     }
@@ -91,10 +92,14 @@ fn described(kept: &Kept) -> String {
 /// (when it could) checks it is the table made from every Ingress.
 fn patched(before: &Store, after: &Store) -> bool {
     let mut last = kept(before);
-    if patch(&mut last, after, &settings()).is_none() {
+    let Some(touched) = patch(&mut last, after, &settings()) else {
         return false;
-    }
-    assert_eq!(described(&last), described(&kept(after)));
+    };
+    let made = kept(after);
+    assert_eq!(described(&last), described(&made));
+    // The routes map patched by the keys touched is the one made.
+    routes_map::patch(&mut last.routes_map, &last.table, &touched);
+    assert_eq!(last.routes_map, made.routes_map);
     true
 }
 
