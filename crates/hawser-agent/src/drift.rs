@@ -71,7 +71,7 @@ fn wanted_entries(map: &MapPlan) -> Vec<(String, String)> {
     let mut want: Vec<(String, String)> = map
         .entries
         .iter()
-        .map(|e| (e.key.clone(), e.value.clone()))
+        .map(|e| (e.key.to_string(), e.value.to_string()))
         .collect();
     if matches!(map.match_kind, MatchKind::Str | MatchKind::Beg) {
         want.sort();

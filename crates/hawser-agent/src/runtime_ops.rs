@@ -249,11 +249,8 @@ async fn run(
                 op: describe(op),
                 reason: "the plan has no such map".to_string(),
             })?;
-            let entries: Vec<(&str, &str)> = map
-                .entries
-                .iter()
-                .map(|e| (e.key.as_str(), e.value.as_str()))
-                .collect();
+            let entries: Vec<(&str, &str)> =
+                map.entries.iter().map(|e| (&*e.key, &*e.value)).collect();
             api.replace_map(path, &entries)
                 .await
                 .map(|_| ())

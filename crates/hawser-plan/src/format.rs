@@ -136,10 +136,7 @@ fn entries_from_files(plan: &mut Plan, files: &FileSet) -> Result<(), PlanFormat
             .split_terminator('\n')
             .map(|line| {
                 let (key, value) = line.split_once(' ').unwrap_or((line, ""));
-                MapEntry {
-                    key: key.to_string(),
-                    value: value.to_string(),
-                }
+                MapEntry::new(key, value)
             })
             .collect();
         if map.to_file() != text {

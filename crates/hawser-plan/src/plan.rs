@@ -249,8 +249,8 @@ impl MapPlan {
             .iter()
             .filter(|m| m.twin.is_some())
             .map(|m| MapEntry {
-                key: m.path.clone(),
-                value: m.path.clone(),
+                key: m.path.as_str().into(),
+                value: m.path.as_str().into(),
             })
             .collect();
         (!entries.is_empty()).then(|| MapPlan {
@@ -292,11 +292,21 @@ pub enum MatchKind {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MapEntry {
-    pub key: String,
-    pub value: String,
+    /// Shared: a map of thousands of entries is copied by reference, each
+    /// entry's text written once (the renderer keeps the routes map it
+    /// patches, and hands a copy on with each version).
+    pub key: Arc<str>,
+    pub value: Arc<str>,
 }
 
 impl MapEntry {
+    pub fn new(key: impl Into<Arc<str>>, value: impl Into<Arc<str>>) -> MapEntry {
+        MapEntry {
+            key: key.into(),
+            value: value.into(),
+        }
+    }
+
     /// The order of keys in a [`MapPlan::longest_first`] map: longest
     /// first, then by key.
     pub fn longest_first(a: &str, b: &str) -> std::cmp::Ordering {

@@ -130,10 +130,9 @@ pub fn spares_map(backends: &[Arc<BackendPlan>]) -> MapPlan {
     let mut entries: Vec<MapEntry> = backends
         .iter()
         .filter_map(|b| {
-            b.role.lent_to().map(|name| MapEntry {
-                key: name.to_string(),
-                value: b.name.clone(),
-            })
+            b.role
+                .lent_to()
+                .map(|name| MapEntry::new(name, b.name.as_str()))
         })
         .collect();
     entries.sort_by(|a, b| a.key.cmp(&b.key));

@@ -13,7 +13,7 @@ use crate::config::{ConfigError, RenderConfig, Settings};
 use crate::features;
 use crate::gateway::{self, GatewayStatus, GatewayTable};
 use crate::gateway_frontends::{self, GatewayView};
-use crate::ingress::{KeptRoutes, RouteTable, Target, TlsUse};
+use crate::ingress::{KeptRoutes, RouteTable, TlsUse};
 use crate::library::ENTRY_TEMPLATE;
 use crate::report::{Diagnostic, Diagnostics};
 use crate::tls::{self, CertificatePem, DefaultCertificate, ServedCertificates};
@@ -495,24 +495,17 @@ fn with_listener_certificates<'a>(
 /// between two maps could see a mix), kept in two copies so that a change
 /// of several routes is one switch of copies at runtime.
 fn route_maps(routes: &RouteTable, routes_map: Vec<MapEntry>) -> Vec<MapPlan> {
-    let entry = |key: String, target: &Target| MapEntry {
-        key,
-        value: target.map_value(),
-    };
     let regex: Vec<MapEntry> = routes
         .regex
         .iter()
-        .map(|(key, target)| entry(key.clone(), target))
+        .map(|(key, target)| MapEntry::new(key.as_str(), target.map_value()))
         .collect();
     let mut regex_map = MapPlan::longest_first(REGEX_ROUTES_MAP_PATH, regex);
     regex_map.match_kind = hawser_plan::MatchKind::Reg;
     let www = routes
         .www_redirects
         .iter()
-        .map(|(from, to)| MapEntry {
-            key: from.clone(),
-            value: to.clone(),
-        })
+        .map(|(from, to)| MapEntry::new(from.as_str(), to.as_str()))
         .collect();
     let mut www_map = MapPlan::longest_first(WWW_REDIRECT_MAP_PATH, www);
     www_map.match_kind = hawser_plan::MatchKind::Str;

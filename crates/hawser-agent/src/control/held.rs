@@ -196,7 +196,7 @@ mod tests {
         let entries: Vec<(&str, &str)> = resolved.maps[0]
             .entries
             .iter()
-            .map(|e| (e.key.as_str(), e.value.as_str()))
+            .map(|e| (&*e.key, &*e.value))
             .collect();
         assert_eq!(entries, [("b", "be_b")]);
 

@@ -272,7 +272,7 @@ impl<'a> EntryChanges<'a> {
                 (Some(was), Some(is)) => order(&was.key, &is.key),
             };
             match before {
-                Ordering::Less => changes.removed.extend(old.next().map(|e| e.key.as_str())),
+                Ordering::Less => changes.removed.extend(old.next().map(|e| &*e.key)),
                 Ordering::Greater => changes.added.extend(new.next().map(pair)),
                 Ordering::Equal => {
                     let (was, is) = (old.next()?, new.next()?);
@@ -306,7 +306,7 @@ impl<'a> EntryChanges<'a> {
 }
 
 fn pair(entry: &MapEntry) -> (&str, &str) {
-    (entry.key.as_str(), entry.value.as_str())
+    (&*entry.key, &*entry.value)
 }
 
 /// Each key strictly after the one before it.
@@ -318,11 +318,7 @@ fn in_order(entries: &[MapEntry], order: fn(&str, &str) -> Ordering) -> bool {
 
 /// The map's entries by key, borrowed; `None` when a key repeats.
 fn unique_entries(map: &MapPlan) -> Option<BTreeMap<&str, &str>> {
-    let entries: BTreeMap<&str, &str> = map
-        .entries
-        .iter()
-        .map(|e| (e.key.as_str(), e.value.as_str()))
-        .collect();
+    let entries: BTreeMap<&str, &str> = map.entries.iter().map(|e| (&*e.key, &*e.value)).collect();
     (entries.len() == map.entries.len()).then_some(entries)
 }
 

@@ -54,10 +54,7 @@ fn base() -> Version {
         maps: vec![MapPlan {
             path: "maps/exact.map".to_string(),
             match_kind: MatchKind::Str,
-            entries: vec![MapEntry {
-                key: "a.test/".to_string(),
-                value: "be_app_web_80".to_string(),
-            }],
+            entries: vec![MapEntry::new("a.test/", "be_app_web_80")],
             twin: None,
         }],
         certificates: vec![],
@@ -407,10 +404,7 @@ fn with_map(kind: MatchKind, entries: &[(&str, &str)]) -> Version {
     map.match_kind = kind;
     map.entries = entries
         .iter()
-        .map(|(key, value)| MapEntry {
-            key: key.to_string(),
-            value: value.to_string(),
-        })
+        .map(|(key, value)| MapEntry::new(*key, *value))
         .collect();
     let file = map.to_file();
     v.files.insert("maps/exact.map", FileKind::Map, file);

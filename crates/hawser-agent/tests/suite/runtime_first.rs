@@ -45,10 +45,7 @@ fn version(
             maps: vec![MapPlan {
                 path: MAP.to_string(),
                 match_kind: MatchKind::Str,
-                entries: vec![MapEntry {
-                    key: "/x".to_string(),
-                    value: answer.to_string(),
-                }],
+                entries: vec![MapEntry::new("/x", answer)],
                 twin: None,
             }],
             ..Plan::default()

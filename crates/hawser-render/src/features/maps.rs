@@ -205,10 +205,7 @@ pub(crate) fn feature_maps(
     let mut auth = AuthEntries::default();
     for (key, f) in features {
         let tls_id = format!("{key}:tls");
-        let entry = |id: &str, value: String| MapEntry {
-            key: id.to_string(),
-            value,
-        };
+        let entry = |id: &str, value: String| MapEntry::new(id, value);
         if let Some(code) = f.https_redirect {
             https_redirect.push(entry(&tls_id, code.to_string()));
         }
@@ -413,10 +410,7 @@ struct CorsEntries {
 
 impl CorsEntries {
     fn add(&mut self, id: &str, cors: &super::Cors) {
-        let entry = |key: String, value: &str| MapEntry {
-            key,
-            value: value.to_string(),
-        };
+        let entry = |key: String, value: &str| MapEntry::new(key, value);
         for origin in &cors.origins {
             self.origins.push(entry(format!("{id}|{origin}"), "1"));
         }
@@ -445,10 +439,7 @@ struct AuthEntries {
 
 impl AuthEntries {
     fn add(&mut self, id: &str, auth: &super::ExternalAuth) {
-        let entry = |value: &str| MapEntry {
-            key: id.to_string(),
-            value: value.to_string(),
-        };
+        let entry = |value: &str| MapEntry::new(id, value);
         // Without a backend (never from the route table), the Lua action
         // finds none and the request gets 500: never a pass.
         if let Some(backend) = &auth.backend {

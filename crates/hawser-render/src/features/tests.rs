@@ -155,7 +155,7 @@ fn feature_maps_hold_every_value_by_feature_set() {
             .unwrap()
             .entries
             .iter()
-            .map(|e| (e.key.clone(), e.value.clone()))
+            .map(|e| (e.key.to_string(), e.value.to_string()))
             .collect()
     };
     let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
@@ -252,11 +252,7 @@ fn each_header_name_has_a_map_of_its_values() {
         .iter()
         .find(|m| m.path == "maps/request_header_x-team.map")
         .unwrap();
-    let entries: Vec<(&str, &str)> = team
-        .entries
-        .iter()
-        .map(|e| (e.key.as_str(), e.value.as_str()))
-        .collect();
+    let entries: Vec<(&str, &str)> = team.entries.iter().map(|e| (&*e.key, &*e.value)).collect();
     assert_eq!(entries, [("a/one", "one"), ("b/two", "two")]);
 }
 
@@ -399,7 +395,7 @@ fn external_auth_maps_name_the_backend_and_load_the_lua() {
             .unwrap()
             .entries
             .iter()
-            .map(|e| (e.key.clone(), e.value.clone()))
+            .map(|e| (e.key.to_string(), e.value.to_string()))
             .collect()
     };
     assert_eq!(

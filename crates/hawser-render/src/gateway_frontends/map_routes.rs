@@ -154,7 +154,7 @@ impl GatewayMap {
         let entries = self
             .entries
             .into_iter()
-            .map(|(key, value)| MapEntry { key, value })
+            .map(|(key, value)| MapEntry::new(key, value))
             .collect();
         MapPlan::longest_first(GATEWAY_MAP_PATH, entries)
             .with_twin(hawser_plan::GATEWAY_TWIN_MAP_PATH)

@@ -108,10 +108,7 @@ pub(crate) fn canary_maps(
     let mut headers = std::collections::BTreeSet::new();
     let mut cookies = std::collections::BTreeSet::new();
     for (id, route) in canaries {
-        let entry = |v: &str| MapEntry {
-            key: id.clone(),
-            value: v.to_string(),
-        };
+        let entry = |v: &str| MapEntry::new(id.as_str(), v);
         let c = &route.canary;
         backend.push(entry(&route.backend));
         if let Some(name) = &c.header {

@@ -160,7 +160,11 @@ fn patch(
         let new = Part::of(store.ingress(key), store, settings)?;
         let object = ObjectRef::new(Kind::Ingress, key.clone());
         for map in ROUTE_MAPS {
-            let keys = old.table.claims(map).keys().chain(new.table.claims(map).keys());
+            let keys = old
+                .table
+                .claims(map)
+                .keys()
+                .chain(new.table.claims(map).keys());
             touched.extend(keys.map(|key| (map, key.clone())));
         }
         secrets.extend(old.table.tls.keys().cloned());

@@ -21,9 +21,7 @@ use crate::route_key::ROUTE_KEY_END;
 pub(crate) fn entries(table: &RouteTable) -> Vec<MapEntry> {
     let mut entries: Vec<MapEntry> = (table.exact.iter())
         .map(|(key, target)| entry(RouteMap::Exact, key, target))
-        .chain(
-            (table.prefix.iter()).map(|(key, target)| entry(RouteMap::Prefix, key, target)),
-        )
+        .chain((table.prefix.iter()).map(|(key, target)| entry(RouteMap::Prefix, key, target)))
         .collect();
     entries.sort_by(|a, b| MapEntry::longest_first(&a.key, &b.key));
     entries
@@ -45,27 +43,20 @@ pub(crate) fn patch(
         let map_key = map_key(*map, key);
         let at = entries.binary_search_by(|e| MapEntry::longest_first(&e.key, &map_key));
         match (at, now) {
-            (Ok(at), Some(target)) => entries[at].value = target.map_value(),
+            (Ok(at), Some(target)) => entries[at].value = target.map_value().into(),
             (Ok(at), None) => {
                 entries.remove(at);
             }
-            (Err(at), Some(target)) => entries.insert(
-                at,
-                MapEntry {
-                    key: map_key,
-                    value: target.map_value(),
-                },
-            ),
+            (Err(at), Some(target)) => {
+                entries.insert(at, MapEntry::new(map_key, target.map_value()));
+            }
             (Err(_), None) => {}
         }
     }
 }
 
 fn entry(map: RouteMap, key: &str, target: &Target) -> MapEntry {
-    MapEntry {
-        key: map_key(map, key),
-        value: target.map_value(),
-    }
+    MapEntry::new(map_key(map, key), target.map_value())
 }
 
 /// An exact route's key ends in [`ROUTE_KEY_END`]; a prefix key is its own.

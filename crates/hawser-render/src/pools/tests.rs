@@ -97,8 +97,8 @@ fn a_new_backend_borrows_a_spare_of_its_shape_and_keeps_it() {
     let map = spares_map(&second);
     assert_eq!(map.entries.len(), 1);
     assert_eq!(
-        (map.entries[0].key.as_str(), &map.entries[0].value),
-        ("be_b_new_80", &spare.name)
+        (&*map.entries[0].key, &*map.entries[0].value),
+        ("be_b_new_80", spare.name.as_str())
     );
 
     // The next render keeps it where it is, with its servers as they are now.

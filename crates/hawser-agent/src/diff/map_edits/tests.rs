@@ -20,10 +20,7 @@ fn plan(routes: &Entries, features: &Entries) -> Plan {
         match_kind: kind,
         entries: entries
             .iter()
-            .map(|(key, value)| MapEntry {
-                key: key.clone(),
-                value: value.clone(),
-            })
+            .map(|(key, value)| MapEntry::new(key.as_str(), value.as_str()))
             .collect(),
         twin: None,
     };
@@ -53,7 +50,7 @@ fn apply(maps: &mut BTreeMap<String, Entries>, desired: &Plan, op: &RuntimeOp) {
             let entries = map
                 .entries
                 .iter()
-                .map(|e| (e.key.clone(), e.value.clone()))
+                .map(|e| (e.key.to_string(), e.value.to_string()))
                 .collect();
             maps.insert(path.clone(), entries);
         }
@@ -366,7 +363,7 @@ fn walking_two_ordered_maps_finds_what_comparing_by_key_finds() {
         MapPlan {
             entries: routes
                 .into_iter()
-                .map(|(key, value)| MapEntry { key, value })
+                .map(|(key, value)| MapEntry::new(key, value))
                 .collect(),
             ..MapPlan::longest_first(ROUTES_MAP_PATH, Vec::new())
         }
@@ -390,7 +387,7 @@ fn walking_two_ordered_maps_finds_what_comparing_by_key_finds() {
         // In neither order, or with a key twice: no walk.
         let mut shuffled = longest(&old).entries;
         shuffled.rotate_left(1);
-        if !in_order(&shuffled, longest_first) && !in_order(&shuffled, str::cmp) {
+        if !in_order(&shuffled, MapEntry::longest_first) && !in_order(&shuffled, str::cmp) {
             assert_eq!(EntryChanges::walked(&shuffled, &new.entries), None);
         }
         if let Some(first) = new.entries.first() {

@@ -133,8 +133,9 @@ fn keys_follow_the_ingress_encoding_under_a_scope() {
     let plan = map.into_plan();
     assert_eq!(plan.path, GATEWAY_MAP_PATH);
     assert_eq!(plan.match_kind, MatchKind::Beg);
-    let entries: Vec<(String, String)> =
-        plan.entries.into_iter().map(|e| (e.key, e.value)).collect();
+    let entries: Vec<(String, String)> = (plan.entries.iter())
+        .map(|e| (e.key.to_string(), e.value.to_string()))
+        .collect();
     assert_eq!(
         entries,
         [
