@@ -248,10 +248,7 @@ impl MapPlan {
         let entries: Vec<MapEntry> = maps
             .iter()
             .filter(|m| m.twin.is_some())
-            .map(|m| MapEntry {
-                key: m.path.as_str().into(),
-                value: m.path.as_str().into(),
-            })
+            .map(|m| MapEntry::new(m.path.as_str(), m.path.as_str()))
             .collect();
         (!entries.is_empty()).then(|| MapPlan {
             path: crate::LIVE_TWINS_MAP_PATH.to_string(),

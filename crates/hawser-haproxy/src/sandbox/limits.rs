@@ -2,13 +2,13 @@
 //! size of any file it writes, and its CPU priority.
 //!
 //! They are set with `prlimit(2)` (and `setpriority(2)`) on the child right
-//! after it starts, from
-//! the thread that started it: rlimits belong to the whole process, so
-//! setting them on the parent would bound hawser itself, and setting them
-//! between fork and exec needs a `pre_exec` hook, which needs `unsafe`. The
-//! window is the time from exec to the next system call of the spawning
-//! thread; CPU time spent in it still counts against the CPU limit, and
-//! the check's timeout bounds the wall clock whatever happens.
+//! after it starts, from the thread that started it: rlimits belong to the
+//! whole process, so setting them on the parent would bound hawser itself,
+//! and setting them between fork and exec needs a `pre_exec` hook, which
+//! needs `unsafe`. The window is the time from exec to the next system call
+//! of the spawning thread; CPU time spent in it still counts against the
+//! CPU limit, and the check's timeout bounds the wall clock whatever
+//! happens.
 
 use std::io;
 
