@@ -90,12 +90,19 @@ async fn fake_binaries_are_gated_by_version_and_bounded_by_the_timeout() {
         let policy = ConfigPolicy::default();
         let check = binary.check(&policy, dir.path(), "haproxy.cfg");
         // The priority is set right after the child starts: it is seen
-        // once it is, or the check times out first.
+        // once it is, or the check times out first; and it stays.
         let wanted = (own + below).min(19);
         let seen = async {
-            while child_running(dir.path()).and_then(niceness) != Some(wanted) {
+            let child = loop {
+                if let Some(child) = child_running(dir.path())
+                    && niceness(child) == Some(wanted)
+                {
+                    break child;
+                }
                 tokio::time::sleep(Duration::from_millis(5)).await;
-            }
+            };
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            assert_eq!(niceness(child), Some(wanted), "the priority changed");
         };
         tokio::select! {
             () = seen => {}
