@@ -87,6 +87,8 @@ async fn fake_binaries_are_gated_by_version_and_bounded_by_the_timeout() {
         if let Some(asked) = niceness_asked {
             binary = binary.with_check_niceness(asked);
         }
+        // The check timed out above may still be dying: not that one.
+        let earlier = children_running(dir.path());
         let policy = ConfigPolicy::default();
         let check = binary.check(&policy, dir.path(), "haproxy.cfg");
         // The priority is set right after the child starts: it is seen
@@ -94,7 +96,10 @@ async fn fake_binaries_are_gated_by_version_and_bounded_by_the_timeout() {
         let wanted = (own + below).min(19);
         let seen = async {
             let child = loop {
-                if let Some(child) = child_running(dir.path())
+                let new = children_running(dir.path())
+                    .into_iter()
+                    .find(|c| !earlier.contains(c));
+                if let Some(child) = new
                     && niceness(child) == Some(wanted)
                 {
                     break child;
@@ -111,17 +116,23 @@ async fn fake_binaries_are_gated_by_version_and_bounded_by_the_timeout() {
     }
 }
 
-/// The process running a script of `dir` whose parent is this process.
-fn child_running(dir: &std::path::Path) -> Option<u32> {
+/// The processes running a script of `dir` whose parent is this process.
+fn children_running(dir: &std::path::Path) -> Vec<u32> {
     let ours = std::process::id().to_string();
-    fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
-        let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-        let stat = fs::read_to_string(entry.path().join("stat")).ok()?;
-        let parent = stat.rsplit_once(") ")?.1.split_whitespace().nth(1)?;
-        let cmdline = fs::read(entry.path().join("cmdline")).ok()?;
-        let runs_ours = String::from_utf8_lossy(&cmdline).contains(&*dir.to_string_lossy());
-        (parent == ours && runs_ours).then_some(pid)
-    })
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let stat = fs::read_to_string(entry.path().join("stat")).ok()?;
+            let parent = stat.rsplit_once(") ")?.1.split_whitespace().nth(1)?;
+            let cmdline = fs::read(entry.path().join("cmdline")).ok()?;
+            let runs_ours = String::from_utf8_lossy(&cmdline).contains(&*dir.to_string_lossy());
+            (parent == ours && runs_ours).then_some(pid)
+        })
+        .collect()
 }
 
 /// The `nice` value of process `pid` (the 19th field of its stat).
