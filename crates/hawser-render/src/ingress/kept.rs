@@ -75,19 +75,17 @@ pub(crate) struct KeptRoutes {
 }
 
 struct Kept {
-    /// The store the table is of (a copy shares its maps).
+    /// The store the routing is of (a copy shares its maps).
     store: Store,
-    table: RouteTable,
-    /// What making the table reported, as reported.
-    reported: Vec<Diagnostic>,
-    /// The table's routes map, patched with it (`routes_map.rs`).
-    routes_map: Vec<MapEntry>,
+    routing: Routing,
 }
 
 /// A routing table, what making it reported, and its routes map's entries.
 pub(crate) struct Routing {
     pub table: RouteTable,
+    /// What making the table reported, as reported.
     pub reported: Vec<Diagnostic>,
+    /// The table's routes map, patched with it (`routes_map.rs`).
     pub routes_map: Vec<MapEntry>,
 }
 
@@ -100,12 +98,9 @@ impl KeptRoutes {
         if let Some(mut kept) = last
             && let Some(touched) = patch(&mut kept, store, settings)
         {
-            routes_map::patch(&mut kept.routes_map, &kept.table, &touched);
-            return Routing {
-                table: kept.table,
-                reported: kept.reported,
-                routes_map: kept.routes_map,
-            };
+            let routing = &mut kept.routing;
+            routes_map::patch(&mut routing.routes_map, &routing.table, &touched);
+            return kept.routing;
         }
         let mut diags = Diagnostics::default();
         let table = route_table(store, settings, &mut diags);
@@ -121,9 +116,7 @@ impl KeptRoutes {
         if let Ok(mut last) = self.last.lock() {
             *last = Some(Kept {
                 store: store.clone(),
-                table: routing.table,
-                reported: routing.reported,
-                routes_map: routing.routes_map,
+                routing,
             });
         }
     }
@@ -144,7 +137,7 @@ fn patch(
     store: &Store,
     settings: &Settings,
 ) -> Option<BTreeSet<(RouteMap, String)>> {
-    let (table, last) = (&kept.table, &kept.store);
+    let (table, last) = (&kept.routing.table, &kept.store);
     let unchanged = |kind| last.shares(store, kind);
     let read_unchanged = unchanged(Kind::IngressClass)
         && (!table.reads_secrets || unchanged(Kind::Secret))
@@ -170,18 +163,18 @@ fn patch(
         secrets.extend(old.table.tls.keys().cloned());
         secrets.extend(new.table.tls.keys().cloned());
         replace(
-            &mut kept.table,
+            &mut kept.routing.table,
             &object,
             &old.table,
             new.table,
             store,
             &changed,
         )?;
-        kept.reported.retain(|d| d.object != object);
-        kept.reported.extend(new.reported);
+        kept.routing.reported.retain(|d| d.object != object);
+        kept.routing.reported.extend(new.reported);
     }
     for secret in secrets {
-        remake_tls_use(&mut kept.table, secret, store)?;
+        remake_tls_use(&mut kept.routing.table, secret, store)?;
     }
     kept.store = store.clone();
     Some(touched)

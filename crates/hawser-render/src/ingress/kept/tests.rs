@@ -73,19 +73,21 @@ fn kept(store: &Store) -> Kept {
     let table = route_table(store, &settings(), &mut diags);
     Kept {
         store: store.clone(),
-        routes_map: routes_map::entries(&table),
-        table,
-        reported: diags.into_reported(),
+        routing: Routing {
+            routes_map: routes_map::entries(&table),
+            table,
+            reported: diags.into_reported(),
+        },
     }
 }
 
 /// All of a table and its reports, to compare a patched one with one made
 /// from every Ingress.
 fn described(kept: &Kept) -> String {
-    let mut reported = kept.reported.clone();
+    let mut reported = kept.routing.reported.clone();
     reported.sort();
     reported.dedup();
-    format!("{:#?}\n{reported:#?}", kept.table)
+    format!("{:#?}\n{reported:#?}", kept.routing.table)
 }
 
 /// Patches the table of `before` to `after`: whether it could, and
@@ -98,8 +100,9 @@ fn patched(before: &Store, after: &Store) -> bool {
     let made = kept(after);
     assert_eq!(described(&last), described(&made));
     // The routes map patched by the keys touched is the one made.
-    routes_map::patch(&mut last.routes_map, &last.table, &touched);
-    assert_eq!(last.routes_map, made.routes_map);
+    let routing = &mut last.routing;
+    routes_map::patch(&mut routing.routes_map, &routing.table, &touched);
+    assert_eq!(routing.routes_map, made.routing.routes_map);
     true
 }
 
@@ -120,13 +123,13 @@ fn ingresses_added_changed_and_removed_are_patched_in() {
 
     let mut last = kept(&before);
     patch(&mut last, &after, &settings()).expect("patched");
-    let shared = &last.table.tls[&ObjectKey::new("app", "shared")];
+    let shared = &last.routing.table.tls[&ObjectKey::new("app", "shared")];
     assert_eq!(
         shared.hosts.iter().collect::<Vec<_>>(),
         ["b2.test", "c.test"],
         "a Secret's hosts are those its Ingresses name now"
     );
-    let uses: Vec<(String, usize)> = (last.table.backends.iter())
+    let uses: Vec<(String, usize)> = (last.routing.table.backends.iter())
         .map(|(key, referrers)| (key.name(), referrers.uses))
         .collect();
     assert_eq!(
@@ -150,7 +153,12 @@ fn an_ingress_rejected_or_ignored_is_patched_in_with_its_reasons() {
     assert!(patched(&before, &after));
     let mut last = kept(&before);
     patch(&mut last, &after, &settings()).expect("patched");
-    assert_eq!(last.reported.len(), 2, "{:?}", last.reported);
+    assert_eq!(
+        last.routing.reported.len(),
+        2,
+        "{:?}",
+        last.routing.reported
+    );
 }
 
 #[test]
