@@ -33,10 +33,15 @@ cache_root="${HAWSER_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/hawser}"
 
 log() { printf 'install-haproxy: %s\n' "$*" >&2; }
 
+# The first line `haproxy -v` prints. All of it is read: a reader that stops at the
+# first line could end HAProxy with SIGPIPE while it still writes, which pipefail
+# would count as a failure.
+version_line() { "$1" -v 2>/dev/null | awk 'NR == 1'; }
+
 # The major.minor $1 reports (`3.2` of `HAProxy version 3.2.26-1 ...`), if it runs.
 series_of() {
   local line
-  line=$("$1" -v 2>/dev/null | head -n 1) || return 1
+  line=$(version_line "$1") || return 1
   [[ $line =~ version\ ([0-9]+)\.([0-9]+) ]] || return 1
   printf '%s.%s\n' "${BASH_REMATCH[1]}" "${BASH_REMATCH[2]}"
 }
@@ -53,7 +58,7 @@ acceptable() {
   fi
 }
 
-found() { log "using $1 ($("$1" -v | head -n 1))"; printf '%s\n' "$1"; exit 0; }
+found() { log "using $1 ($(version_line "$1"))"; printf '%s\n' "$1"; exit 0; }
 
 # The cached build for this request: the pinned version, else the newest of the series.
 cached_build() {
@@ -184,7 +189,7 @@ if ! build_from_source; then
   log "cannot fetch Debian's $suite source of haproxy $debian_version; using Debian's own build of it"
   unpack_debian_build
 fi
-"$cached.tmp" -v | head -n 1 | grep -qF "version $version" ||
+version_line "$cached.tmp" | grep -qF "version $version" ||
   { log "the installed binary does not report version $version"; exit 1; }
 mv "$cached.tmp" "$cached"
 found "$cached"
