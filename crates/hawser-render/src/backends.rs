@@ -203,8 +203,9 @@ pub(crate) fn backend_plans<'a>(
 ) -> Vec<Arc<BackendPlan>> {
     let mut rejected_services = BTreeMap::new();
     let mut service_warnings = BTreeMap::new();
+    let referenced = referenced.into_iter();
+    reuse.expect(referenced.size_hint().0);
     let mut plans: Vec<Arc<BackendPlan>> = referenced
-        .into_iter()
         .map(|(key, referrer)| {
             if let Some(kept) = reuse.reuse(key) {
                 return kept;
@@ -285,23 +286,25 @@ pub(crate) fn backend_plans<'a>(
 
 /// Ready endpoints become servers. When none is ready, serving endpoints that
 /// are terminating are used instead, as kube-proxy does, rather than failing.
+/// Servers are sorted by name, one per name (an address two slices list is
+/// one server).
 fn endpoint_servers(
     store: &Store,
     service: &Service,
     port: &ServicePort,
     diags: &mut Diagnostics,
 ) -> Vec<ServerPlan> {
-    let mut ready = BTreeMap::new();
-    let mut fallback = BTreeMap::new();
+    let mut ready = Vec::new();
+    let mut fallback = Vec::new();
     for slice in store.endpoint_slices_for(&service.key) {
-        let slice_ref = ObjectRef::new(Kind::EndpointSlice, slice.key.clone());
+        let slice_ref = || ObjectRef::new(Kind::EndpointSlice, slice.key.clone());
         let Some(slice_port) = slice.ports.iter().find(|p| p.name == port.name) else {
             continue;
         };
         let endpoint_port = match validate::port("endpoint port", slice_port.port) {
             Ok(p) => p,
             Err(reason) => {
-                diags.warn(&slice_ref, reason);
+                diags.warn(&slice_ref(), reason);
                 continue;
             }
         };
@@ -315,17 +318,17 @@ fn endpoint_servers(
             };
             for address in &endpoint.addresses {
                 match validate::ip_address(address) {
-                    Ok(address) => {
-                        let server = server(address, endpoint_port, false);
-                        target.insert(server.name.clone(), server);
-                    }
-                    Err(reason) => diags.warn(&slice_ref, format!("{reason}; endpoint skipped")),
+                    Ok(address) => target.push(server(address, endpoint_port, false)),
+                    Err(reason) => diags.warn(&slice_ref(), format!("{reason}; endpoint skipped")),
                 }
             }
         }
     }
-    let chosen = if ready.is_empty() { fallback } else { ready };
-    chosen.into_values().collect()
+    let mut chosen = if ready.is_empty() { fallback } else { ready };
+    chosen.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    // Servers of one name are alike: their name is their address and port.
+    chosen.dedup_by(|a, b| a.name == b.name);
+    chosen
 }
 
 fn external_server(

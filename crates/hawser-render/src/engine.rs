@@ -28,7 +28,18 @@ pub(crate) fn environment(templates: &TemplateConfig) -> Result<Environment<'sta
     );
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_formatter(|out, _state, value| {
-        let text = value.to_string();
+        // A string or a number (most of what is written) is written as it
+        // is, not copied first: a large haproxy.cfg writes a few hundred
+        // thousand values. A number holds no control character.
+        let copy;
+        let text = match value.as_str() {
+            Some(text) => text,
+            None if value.is_number() => return write!(out, "{value}").map_err(Error::from),
+            None => {
+                copy = value.to_string();
+                &copy
+            }
+        };
         if let Some(bad) = text.chars().find(|c| c.is_control()) {
             return Err(Error::new(
                 ErrorKind::InvalidOperation,
@@ -37,7 +48,7 @@ pub(crate) fn environment(templates: &TemplateConfig) -> Result<Environment<'sta
                 ),
             ));
         }
-        out.write_str(&text).map_err(Error::from)
+        out.write_str(text).map_err(Error::from)
     });
     for (name, source) in LIBRARY {
         let source = templates
@@ -95,12 +106,16 @@ fn quote(value: &str) -> Result<String, Error> {
     Ok(out)
 }
 
-/// An address for `<address>:<port>`: IPv6 addresses get brackets.
-fn address(value: &str) -> String {
-    if value.contains(':') {
-        format!("[{value}]")
-    } else {
-        value.to_string()
+/// An address for `<address>:<port>`: IPv6 addresses get brackets; any
+/// other is the value given, not a copy of it.
+fn address(value: Value) -> Result<Value, Error> {
+    match value.as_str() {
+        Some(text) if text.contains(':') => Ok(Value::from(format!("[{text}]"))),
+        Some(_) => Ok(value),
+        None => Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("address expects a string, not {}", value.kind()),
+        )),
     }
 }
 

@@ -30,6 +30,7 @@ use reads::ContextReads;
 use writer::{ConfigWriter, ContextRest, Routing, Tls};
 
 mod digest;
+mod lazy_backends;
 mod memo;
 mod reads;
 mod writer;

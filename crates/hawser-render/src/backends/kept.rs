@@ -129,6 +129,11 @@ impl BackendReuse {
         Some(Arc::clone(&kept.plan))
     }
 
+    /// Makes room for `more` plans kept, at once rather than as they come.
+    pub(crate) fn expect(&mut self, more: usize) {
+        self.plans.reserve(more);
+    }
+
     /// Keeps `plan`, made for `key` of its Service and EndpointSlices
     /// alone, and with nothing reported.
     pub(crate) fn keep(&mut self, key: &BackendKey, plan: &Arc<BackendPlan>) {

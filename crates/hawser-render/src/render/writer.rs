@@ -6,8 +6,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use hawser_plan::{BackendPlan, MapPlan, Plan, SPARES_MAP_PATH};
+use minijinja::value::Value;
 use serde::Serialize;
 
+use super::lazy_backends::LazyBackends;
 use super::memo::{ConfigMemo, RestKey};
 use super::reads::ContextReads;
 use super::{RenderError, digest};
@@ -18,20 +20,21 @@ use crate::pools;
 
 /// The whole context of one render of the entry template.
 #[derive(Serialize)]
-struct TemplateContext<'a> {
-    plan: PlanView<'a>,
+struct TemplateContext<'a, B> {
+    plan: PlanView<'a, B>,
     /// Everything else, the same whichever backends the plan declares.
     #[serde(flatten)]
     rest: &'a ContextRest<'a>,
 }
 
 /// A [`Plan`] as templates see it, serialized as the plan is, borrowed,
-/// less the parts no template reads (see the `reads` module). The digest
-/// itself is not known yet while haproxy.cfg is written.
+/// less the parts no template reads (see the `reads` module); its
+/// `backends` are read where a template reads them (`lazy_backends`). The
+/// digest itself is not known yet while haproxy.cfg is written.
 #[derive(Serialize)]
-struct PlanView<'a> {
+struct PlanView<'a, B> {
     structure_digest: &'static str,
-    backends: &'a [Arc<BackendPlan>],
+    backends: B,
     #[serde(skip_serializing_if = "Option::is_none")]
     maps: Option<&'a [MapPlan]>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -40,11 +43,11 @@ struct PlanView<'a> {
     crt_lists: Option<&'a [hawser_plan::CrtListPlan]>,
 }
 
-impl<'a> PlanView<'a> {
-    fn of(plan: &'a Plan, reads: ContextReads) -> Self {
+impl<'a, B> PlanView<'a, B> {
+    fn of(plan: &'a Plan, backends: B, reads: ContextReads) -> Self {
         PlanView {
             structure_digest: "",
-            backends: &plan.backends,
+            backends,
             maps: reads.plan_maps.then_some(plan.maps.as_slice()),
             certificates: reads
                 .plan_certificates
@@ -164,16 +167,10 @@ impl ConfigWriter<'_> {
         if let Some(map) = plan.maps.iter_mut().find(|m| m.path == SPARES_MAP_PATH) {
             *map = spares;
         }
-        let context = TemplateContext {
-            plan: PlanView::of(plan, self.reads),
-            rest: &self.rest,
-        };
         // The context less its backends, which the memo compares itself.
+        let no_backends: &[Arc<BackendPlan>] = &[];
         let rest = TemplateContext {
-            plan: PlanView {
-                backends: &[],
-                ..PlanView::of(plan, self.reads)
-            },
+            plan: PlanView::of(plan, no_backends, self.reads),
             rest: &self.rest,
         };
         let key = RestKey::of(&rest);
@@ -182,6 +179,11 @@ impl ConfigWriter<'_> {
             plan.structure_digest = structure_digest;
             return Ok(config);
         }
+        let backends = Value::from_object(LazyBackends(plan.backends.clone()));
+        let context = TemplateContext {
+            plan: PlanView::of(plan, backends, self.reads),
+            rest: &self.rest,
+        };
         let config = self.template.render(minijinja::value::Serde(&context))?;
         let structure_digest = digest::structure_digest(&config, &plan.backends);
         if let Some(key) = key {

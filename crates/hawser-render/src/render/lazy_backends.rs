@@ -1,0 +1,297 @@
+//! `plan.backends` as templates see it, read where a template reads it.
+//!
+//! Serialized ahead, the backends were most of the template context: a map
+//! per backend and per server, a copy of every string, all made before the
+//! templates ran and freed after them, tens of thousands of allocations in a
+//! large cluster. These objects hold the plans (shared, not copied) and make
+//! a field's value when a template reads it.
+//!
+//! Templates see the same values as before, field by field: what serde
+//! writes of a plan (the same names, in the same order, the same fields
+//! left out when serde leaves them out, strings as strings, integers as
+//! integers, `none` for an absent option). Nested types other than strings
+//! and integers are still given through serde. The template tests render
+//! every library template through these objects; a test below compares them
+//! with the serialized plans, field by field, for every kind of backend.
+
+use std::sync::Arc;
+
+use hawser_plan::{BackendPlan, ServerPlan};
+use minijinja::value::{Enumerator, Object, ObjectRepr, Serde, Value};
+
+/// The plan's backends, a sequence of [`LazyBackend`]s.
+#[derive(Debug)]
+pub(super) struct LazyBackends(pub(super) Vec<Arc<BackendPlan>>);
+
+impl Object for LazyBackends {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Seq
+    }
+
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        let backend = self.0.get(key.as_usize()?)?;
+        Some(Value::from_object(LazyBackend(Arc::clone(backend))))
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Seq(self.0.len())
+    }
+}
+
+/// One backend: the fields of [`BackendPlan`], in serde's order.
+#[derive(Debug)]
+struct LazyBackend(Arc<BackendPlan>);
+
+/// Every field of a backend, in the order serde writes them.
+const BACKEND_FIELDS: &[&str] = &[
+    "name",
+    "source",
+    "balance",
+    "timeout_server",
+    "timeout_connect",
+    "servers",
+    "mode",
+    "cookie",
+    "role",
+    "service",
+];
+
+impl Object for LazyBackend {
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        self.get_value_by_str(key.as_str()?)
+    }
+
+    fn get_value_by_str(self: &Arc<Self>, key: &str) -> Option<Value> {
+        let backend = &self.0;
+        Some(match key {
+            "name" => Value::from(backend.name.as_str()),
+            "source" => Value::from(backend.source.as_str()),
+            "balance" => Value::from(backend.balance.as_str()),
+            "timeout_server" => Value::from(backend.timeout_server.as_deref()),
+            "timeout_connect" => Value::from(backend.timeout_connect.as_deref()),
+            "servers" => Value::from_object(LazyServers(Arc::clone(backend))),
+            "mode" => Value::from(Serde(&backend.mode)),
+            "cookie" => Value::from(backend.cookie.as_deref()),
+            // Left out by serde when it says nothing.
+            "role" if !backend.role.is_named() => Value::from(Serde(&backend.role)),
+            "service" => Value::from(Serde(backend.service.as_ref()?)),
+            _ => return None,
+        })
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        let backend = &self.0;
+        let fields = BACKEND_FIELDS.iter().copied();
+        let present = fields.filter(|field| match *field {
+            "role" => !backend.role.is_named(),
+            "service" => backend.service.is_some(),
+            _ => true,
+        });
+        Enumerator::Values(present.map(Value::from).collect())
+    }
+}
+
+/// A backend's servers, a sequence of [`LazyServer`]s.
+#[derive(Debug)]
+struct LazyServers(Arc<BackendPlan>);
+
+impl Object for LazyServers {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Seq
+    }
+
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        let index = key.as_usize().filter(|at| *at < self.0.servers.len())?;
+        Some(Value::from_object(LazyServer {
+            backend: Arc::clone(&self.0),
+            index,
+        }))
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Seq(self.0.servers.len())
+    }
+}
+
+/// One server: the fields of [`ServerPlan`], in serde's order.
+#[derive(Debug)]
+struct LazyServer {
+    backend: Arc<BackendPlan>,
+    index: usize,
+}
+
+/// Every field of a server, in the order serde writes them.
+const SERVER_FIELDS: &[&str] = &[
+    "name", "address", "port", "weight", "state", "resolve", "proto", "keywords",
+];
+
+impl LazyServer {
+    fn server(&self) -> &ServerPlan {
+        &self.backend.servers[self.index]
+    }
+}
+
+impl Object for LazyServer {
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        self.get_value_by_str(key.as_str()?)
+    }
+
+    fn get_value_by_str(self: &Arc<Self>, key: &str) -> Option<Value> {
+        let server = self.server();
+        Some(match key {
+            "name" => Value::from(server.name.as_str()),
+            "address" => Value::from(server.address.as_str()),
+            "port" => Value::from(server.port),
+            "weight" => Value::from(server.weight),
+            "state" => Value::from(Serde(&server.state)),
+            "resolve" => Value::from(server.resolve),
+            "proto" => Value::from(server.proto.as_deref()),
+            "keywords" => Value::from(Serde(&server.keywords)),
+            _ => return None,
+        })
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Str(SERVER_FIELDS)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hawser_plan::{BackendMode, BackendRole, ServerState, ServicePort};
+
+    fn server(
+        name: &str,
+        state: ServerState,
+        proto: Option<&str>,
+        keywords: &[&str],
+    ) -> ServerPlan {
+        ServerPlan {
+            name: name.to_string(),
+            address: "10.0.0.1".to_string(),
+            port: 8080,
+            weight: 3,
+            state,
+            resolve: proto.is_none(),
+            proto: proto.map(str::to_string),
+            keywords: keywords.iter().map(|k| k.to_string()).collect(),
+        }
+    }
+
+    /// Backends with every field set and with every optional field left
+    /// out, of every role.
+    fn backends() -> Vec<Arc<BackendPlan>> {
+        let full = BackendPlan {
+            name: "be_team_a-service-with-a-long-name_http".to_string(),
+            source: "Service team/a-service-with-a-long-name port http".to_string(),
+            balance: "leastconn".to_string(),
+            timeout_server: Some("30s".to_string()),
+            timeout_connect: Some("5s".to_string()),
+            servers: vec![
+                server(
+                    "ep_10.0.0.1_8080",
+                    ServerState::Ready,
+                    Some("h2"),
+                    &["ssl", "verify", "none"],
+                ),
+                server("ep_10.0.0.2_8080", ServerState::Maintenance, None, &[]),
+            ],
+            mode: BackendMode::Tcp,
+            cookie: Some("SERVERID insert indirect nocache".to_string()),
+            role: BackendRole::Lent {
+                name: "be_team_web_http".to_string(),
+                source: "Service team/web port http".to_string(),
+            },
+            service: Some(ServicePort {
+                namespace: "team".to_string(),
+                service: "web".to_string(),
+                port: "http".to_string(),
+            }),
+        };
+        let bare = BackendPlan {
+            name: "be_spare_1".to_string(),
+            source: String::new(),
+            balance: "roundrobin".to_string(),
+            timeout_server: None,
+            timeout_connect: None,
+            servers: Vec::new(),
+            mode: BackendMode::Http,
+            cookie: None,
+            role: BackendRole::Named,
+            service: None,
+        };
+        let roles = [
+            BackendRole::Retired,
+            BackendRole::Spare,
+            BackendRole::Released,
+        ];
+        let mut all = vec![Arc::new(full), Arc::new(bare.clone())];
+        all.extend(roles.into_iter().map(|role| {
+            Arc::new(BackendPlan {
+                role,
+                ..bare.clone()
+            })
+        }));
+        all
+    }
+
+    /// What a template sees of `value`, written out whole: every key, in
+    /// order, and every value, nested.
+    fn seen(value: &Value) -> serde_json::Value {
+        serde_json::to_value(value).expect("a template value serializes")
+    }
+
+    #[test]
+    fn templates_see_the_backends_as_serde_writes_them() {
+        let backends = backends();
+        let lazy = Value::from_object(LazyBackends(backends.clone()));
+        let serialized = Value::from(Serde(&backends));
+        assert_eq!(seen(&lazy), seen(&serialized));
+        assert_eq!(lazy.to_string(), serialized.to_string());
+        assert_eq!(format!("{lazy:?}"), format!("{serialized:?}"));
+        assert_eq!(
+            seen(&lazy),
+            serde_json::to_value(&backends).expect("plans serialize")
+        );
+    }
+
+    #[test]
+    fn templates_read_each_field_as_serde_writes_it() {
+        let backends = backends();
+        let lazy = Value::from_object(LazyBackends(backends.clone()));
+        let serialized = Value::from(Serde(&backends));
+        let env = minijinja::Environment::new();
+        let expressions = [
+            "backends | length",
+            "backends[0].servers | length",
+            "backends[0].servers[0].port + 1",
+            "backends[0].servers[1].state == 'maintenance'",
+            "backends[0].servers[0].keywords | join(' ')",
+            "backends[1].servers | length",
+            "backends[1].timeout_server is none",
+            "backends[1].role is undefined",
+            "backends[1].service is undefined",
+            "backends[2].role.kind",
+            "backends[0].role.name",
+            "backends[0].service.port",
+            "backends[0].mode == 'tcp'",
+            "backends[0].missing is undefined",
+            "backends[0].servers[2] is undefined",
+            "backends[9] is undefined",
+            "backends[0] | list",
+            "backends[0].servers[0] | list",
+            "backends[-1].role.kind",
+        ];
+        for expression in expressions {
+            let expression = env.compile_expression(expression).expect(expression);
+            let of = |backends: &Value| {
+                expression
+                    .eval(minijinja::context! { backends => backends.clone() })
+                    .map(|value| value.to_string())
+                    .map_err(|e| e.to_string())
+            };
+            assert_eq!(of(&lazy), of(&serialized), "{expression:?}");
+        }
+    }
+}
