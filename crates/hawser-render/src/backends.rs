@@ -6,6 +6,7 @@
 //! apply endpoint churn as runtime changes.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use hawser_model::{
@@ -355,8 +356,11 @@ fn external_server(
 }
 
 fn server(address: String, port: u16, resolve: bool) -> ServerPlan {
+    // `ep_<address>_<port>`, in one allocation of the size it takes.
+    let mut name = String::with_capacity(address.len() + "ep__65535".len());
+    let _ = write!(name, "ep_{address}_{port}"); // a String takes any write
     ServerPlan {
-        name: format!("ep_{address}_{port}"),
+        name,
         address,
         port,
         weight: DEFAULT_WEIGHT,

@@ -199,12 +199,15 @@ pub fn path(value: &str) -> Result<(), InvalidValue> {
 /// An endpoint address: an IP address in canonical form (written back as
 /// parsed, so nothing else can ride along).
 pub fn ip_address(value: &str) -> Result<String, InvalidValue> {
-    value
-        .parse::<std::net::IpAddr>()
-        .map(|ip| ip.to_string())
-        .map_err(|_| InvalidValue::Address {
+    match value.parse::<std::net::IpAddr>() {
+        // An IPv4 address parses only as written canonically (no leading
+        // zero, four decimal octets): it is its own text.
+        Ok(std::net::IpAddr::V4(_)) => Ok(value.to_string()),
+        Ok(ip) => Ok(ip.to_string()),
+        Err(_) => Err(InvalidValue::Address {
             value: value.to_string(),
-        })
+        }),
+    }
 }
 
 /// A duration as HAProxy reads it: digits and an optional unit.
@@ -413,6 +416,16 @@ mod tests {
         assert_eq!(ip_address("127.0.0.2"), Ok("127.0.0.2".to_string()));
         assert_eq!(ip_address("fd00:0::1"), Ok("fd00::1".to_string()));
         assert!(ip_address("127.0.0.2 backup").is_err());
+        // Not canonical, so not taken as written.
+        for bad in [
+            "010.0.0.1",
+            "10.0.0.01",
+            "10.0.1",
+            "0x7f.0.0.1",
+            " 10.0.0.1",
+        ] {
+            assert!(ip_address(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

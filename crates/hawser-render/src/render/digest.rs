@@ -16,30 +16,34 @@ use sha2::{Digest, Sha256};
 
 use hawser_plan::{BackendPlan, ServerPlan};
 
-/// The keywords that open a section of haproxy.cfg.
-const SECTIONS: &[&str] = &[
-    "backend",
-    "cache",
-    "crt-store",
-    "defaults",
-    "fcgi-app",
-    "frontend",
-    "global",
-    "http-errors",
-    "listen",
-    "log-forward",
-    "mailers",
-    "peers",
-    "program",
-    "resolvers",
-    "ring",
-    "traces",
-    "userlist",
-];
+/// Whether `keyword` opens a section of haproxy.cfg.
+fn opens_a_section(keyword: &str) -> bool {
+    matches!(
+        keyword,
+        "backend"
+            | "cache"
+            | "crt-store"
+            | "defaults"
+            | "fcgi-app"
+            | "frontend"
+            | "global"
+            | "http-errors"
+            | "listen"
+            | "log-forward"
+            | "mailers"
+            | "peers"
+            | "program"
+            | "resolvers"
+            | "ring"
+            | "traces"
+            | "userlist"
+    )
+}
 
 /// SHA-256, hex, of `config` without comments, blank lines and the server
 /// lines of `backends`' servers.
 pub(super) fn structure_digest(config: &str, backends: &[Arc<BackendPlan>]) -> String {
+    let mut declared = Declared { backends, next: 0 };
     let mut servers: &[ServerPlan] = &[];
     let mut hasher = Sha256::new();
     for line in config.lines() {
@@ -48,18 +52,20 @@ pub(super) fn structure_digest(config: &str, backends: &[Arc<BackendPlan>]) -> S
         if first.starts_with('#') {
             continue;
         }
-        if SECTIONS.contains(&first) {
+        if first == "server" {
+            let declared_here = words.next().is_some_and(|server| {
+                servers
+                    .binary_search_by(|s| s.name.as_str().cmp(server))
+                    .is_ok()
+            });
+            if declared_here {
+                continue;
+            }
+        } else if opens_a_section(first) {
             servers = match (first, words.next()) {
-                ("backend", Some(name)) => declared(backends, name),
+                ("backend", Some(name)) => declared.servers_of(name),
                 _ => &[],
             };
-        } else if first == "server"
-            && let Some(server) = words.next()
-            && servers
-                .binary_search_by(|s| s.name.as_str().cmp(server))
-                .is_ok()
-        {
-            continue;
         }
         hasher.update(line.trim_end().as_bytes());
         hasher.update(b"\n");
@@ -67,11 +73,27 @@ pub(super) fn structure_digest(config: &str, backends: &[Arc<BackendPlan>]) -> S
     hex::encode(hasher.finalize())
 }
 
-/// The servers the plan declares in backend `name` (both sorted by name).
-fn declared<'a>(backends: &'a [Arc<BackendPlan>], name: &str) -> &'a [ServerPlan] {
-    backends
-        .binary_search_by(|b| b.name.as_str().cmp(name))
-        .map_or(&[], |at| &backends[at].servers)
+/// The backends the plan declares (sorted by name), looked up in the order
+/// haproxy.cfg declares them, which is theirs in the library templates.
+struct Declared<'a> {
+    backends: &'a [Arc<BackendPlan>],
+    /// Where the last one found was, plus one.
+    next: usize,
+}
+
+impl<'a> Declared<'a> {
+    /// The servers the plan declares in backend `name` (sorted by name).
+    fn servers_of(&mut self, name: &str) -> &'a [ServerPlan] {
+        let at = match self.backends.get(self.next) {
+            Some(next) if next.name == name => Some(self.next),
+            _ => (self.backends)
+                .binary_search_by(|b| b.name.as_str().cmp(name))
+                .ok(),
+        };
+        let Some(at) = at else { return &[] };
+        self.next = at + 1;
+        &self.backends[at].servers
+    }
 }
 
 #[cfg(test)]

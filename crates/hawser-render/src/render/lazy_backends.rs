@@ -14,9 +14,9 @@
 //! every library template through these objects; a test below compares them
 //! with the serialized plans, field by field, for every kind of backend.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
-use hawser_plan::{BackendPlan, ServerPlan};
+use hawser_plan::{BackendPlan, ServerPlan, ServerState};
 use minijinja::value::{Enumerator, Object, ObjectRepr, Serde, Value};
 
 /// The plan's backends, a sequence of [`LazyBackend`]s.
@@ -120,6 +120,9 @@ struct LazyServer {
     index: usize,
 }
 
+/// The keywords of a server that has none, made once.
+static NO_KEYWORDS: LazyLock<Value> = LazyLock::new(|| Value::from(Vec::<Value>::new()));
+
 /// Every field of a server, in the order serde writes them.
 const SERVER_FIELDS: &[&str] = &[
     "name", "address", "port", "weight", "state", "resolve", "proto", "keywords",
@@ -143,9 +146,14 @@ impl Object for LazyServer {
             "address" => Value::from(server.address.as_str()),
             "port" => Value::from(server.port),
             "weight" => Value::from(server.weight),
-            "state" => Value::from(Serde(&server.state)),
+            "state" => Value::from(match server.state {
+                ServerState::Ready => "ready",
+                ServerState::Maintenance => "maintenance",
+            }),
             "resolve" => Value::from(server.resolve),
             "proto" => Value::from(server.proto.as_deref()),
+            // Most servers have none, and every one is read.
+            "keywords" if server.keywords.is_empty() => NO_KEYWORDS.clone(),
             "keywords" => Value::from(Serde(&server.keywords)),
             _ => return None,
         })
@@ -159,7 +167,7 @@ impl Object for LazyServer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hawser_plan::{BackendMode, BackendRole, ServerState, ServicePort};
+    use hawser_plan::{BackendMode, BackendRole, ServicePort};
 
     fn server(
         name: &str,
