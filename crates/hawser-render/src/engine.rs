@@ -40,7 +40,13 @@ pub(crate) fn environment(templates: &TemplateConfig) -> Result<Environment<'sta
                 &copy
             }
         };
-        if let Some(bad) = text.chars().find(|c| c.is_control()) {
+        // An ASCII text (most of them) is checked a byte at a time.
+        let clean = if text.is_ascii() {
+            !text.bytes().any(|b| b.is_ascii_control())
+        } else {
+            !text.chars().any(char::is_control)
+        };
+        if !clean && let Some(bad) = text.chars().find(|c| c.is_control()) {
             return Err(Error::new(
                 ErrorKind::InvalidOperation,
                 format!(
