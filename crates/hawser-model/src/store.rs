@@ -7,9 +7,10 @@
 //! candidate on such a clone of the controller's snapshot.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
+use imbl::OrdMap;
 use imbl::ordmap::DiffItem;
-use imbl::{OrdMap, OrdSet};
 
 use crate::{
     ConfigMap, EndpointSlice, ExtraResources, Gateway, GatewayClass, GrpcRoute, HttpRoute, Ingress,
@@ -69,7 +70,10 @@ pub struct Store {
     ingress_classes: OrdMap<String, IngressClass>,
     services: OrdMap<ObjectKey, Service>,
     endpoint_slices: OrdMap<ObjectKey, EndpointSlice>,
-    slices_by_service: OrdMap<ObjectKey, OrdSet<ObjectKey>>,
+    /// A Service's EndpointSlices: a few keys each, shared between copies
+    /// of the store, and walked without the allocation a persistent set's
+    /// iterator makes (a render walks every Service's).
+    slices_by_service: OrdMap<ObjectKey, Arc<BTreeSet<ObjectKey>>>,
     secrets: OrdMap<ObjectKey, Secret>,
     namespaces: OrdMap<String, Namespace>,
     gateway_classes: OrdMap<String, GatewayClass>,
@@ -104,10 +108,8 @@ impl Store {
             }
             Object::EndpointSlice(o) => {
                 if let Some(service) = slice_service(&o) {
-                    self.slices_by_service
-                        .entry(service)
-                        .or_default()
-                        .insert(o.key.clone());
+                    let keys = self.slices_by_service.entry(service).or_default();
+                    Arc::make_mut(keys).insert(o.key.clone());
                 }
                 self.endpoint_slices.insert(o.key.clone(), o);
             }
@@ -160,7 +162,7 @@ impl Store {
                 if let Some(service) = slice_service(&slice)
                     && let Some(keys) = self.slices_by_service.get_mut(&service)
                 {
-                    keys.remove(key);
+                    Arc::make_mut(keys).remove(key);
                     if keys.is_empty() {
                         self.slices_by_service.remove(&service);
                     }
@@ -305,7 +307,7 @@ impl Store {
         self.slices_by_service
             .get(service)
             .into_iter()
-            .flatten()
+            .flat_map(|keys| keys.iter())
             .filter_map(|key| self.endpoint_slices.get(key))
     }
 

@@ -210,6 +210,23 @@ pub fn effective_features<'a>(
     ingress: &'a hawser_model::Ingress,
     settings: &crate::config::Settings,
 ) -> Result<(IngressFeatures, Annotations<'a>), String> {
+    effective_features_with(ingress, settings, &mut PlainFeatures::default())
+}
+
+/// The features an Ingress with none of hawser's annotations (as read,
+/// through the dialects) gets, made once for many: most Ingresses have
+/// none, and [`ingress_features`] is a function of those annotations and
+/// the settings alone. One holds for one set of settings.
+#[derive(Default)]
+pub(crate) struct PlainFeatures(Option<IngressFeatures>);
+
+/// [`effective_features`], with the features of Ingresses with none of
+/// hawser's annotations taken from `plain` once made.
+pub(crate) fn effective_features_with<'a>(
+    ingress: &'a hawser_model::Ingress,
+    settings: &crate::config::Settings,
+    plain: &mut PlainFeatures,
+) -> Result<(IngressFeatures, Annotations<'a>), String> {
     let read = read_annotations(
         &ingress.annotations,
         Target::Ingress,
@@ -218,8 +235,17 @@ pub fn effective_features<'a>(
         settings.foreign_annotations,
     )
     .map_err(|e| e.to_string())?;
-    let mut features =
-        ingress_features(&read.map, settings).map_err(|e| read.in_their_words(e.to_string()))?;
+    let of_annotations =
+        || ingress_features(&read.map, settings).map_err(|e| read.in_their_words(e.to_string()));
+    let ours = read
+        .map
+        .keys()
+        .any(|key| key.starts_with(ANNOTATION_PREFIX));
+    let mut features = match &plain.0 {
+        Some(features) if !ours => features.clone(),
+        _ if ours => of_annotations()?,
+        _ => plain.0.insert(of_annotations()?).clone(),
+    };
     let serves_a_tls_host = ingress
         .rules
         .iter()

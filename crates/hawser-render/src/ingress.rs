@@ -34,7 +34,7 @@ use hawser_model::{
 
 use crate::backends::BackendKey;
 use crate::config::Settings;
-use crate::features::{self, FeaturesByIngress, IngressFeatures};
+use crate::features::{self, FeaturesByIngress, IngressFeatures, PlainFeatures};
 use crate::report::{Diagnostics, Severity};
 use crate::validate;
 
@@ -268,17 +268,26 @@ fn table_of(
     let mut aliases = Vec::new();
     let mut www = Vec::new();
     let mut regex_hosts = BTreeSet::new();
+    let mut plain = PlainFeatures::default();
     for (ingress, object) in owned {
         // Shared by every map entry the Ingress makes.
         let object = Arc::new(object);
         let reads_secrets = &mut table.reads_secrets;
-        let served = served_features(ingress, store, settings, &object, reads_secrets, diags)
-            .and_then(|(features, read)| {
-                let (routes, default_backend) =
-                    validated_routes(ingress, &read.map, features.use_regex)
-                        .map_err(|e| read.in_their_words(e))?;
-                Ok((routes, default_backend, features))
-            });
+        let served = served_features(
+            ingress,
+            store,
+            settings,
+            &object,
+            reads_secrets,
+            &mut plain,
+            diags,
+        )
+        .and_then(|(features, read)| {
+            let (routes, default_backend) =
+                validated_routes(ingress, &read.map, features.use_regex)
+                    .map_err(|e| read.in_their_words(e))?;
+            Ok((routes, default_backend, features))
+        });
         match served {
             Ok((routes, default_backend, mut features)) => {
                 let key = features_key(&ingress.key);

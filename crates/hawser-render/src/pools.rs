@@ -100,12 +100,16 @@ pub fn fresh(
             *lent_before.entry(was.shape()).or_default() += 1;
         }
     }
-    let shapes: BTreeSet<BackendShape> = backends
-        .iter()
-        .filter(|b| b.mode == BackendMode::Http)
-        .map(|b| b.shape())
-        .chain([plain_shape()])
-        .collect();
+    let mut shapes = BTreeSet::from([plain_shape()]);
+    let mut last: Option<&BackendPlan> = None;
+    for backend in backends.iter().filter(|b| b.mode == BackendMode::Http) {
+        // Backends of one shape mostly come in runs: a run is copied once.
+        if last.is_some_and(|last| last.same_shape(backend)) {
+            continue;
+        }
+        shapes.insert(backend.shape());
+        last = Some(backend);
+    }
     let plain = plain_shape();
     for shape in shapes {
         let lent = lent_before.get(&shape).copied().unwrap_or(0);

@@ -6,7 +6,7 @@ use hawser_model::{Ingress, ObjectKey, ObjectRef, Store};
 
 use super::{Passthrough, Route, RouteTable};
 use crate::config::Settings;
-use crate::features::{self, Annotations, IngressFeatures};
+use crate::features::{self, Annotations, IngressFeatures, PlainFeatures};
 use crate::report::Diagnostics;
 
 /// The features an Ingress's annotations ask for, and its annotations in
@@ -20,9 +20,10 @@ pub(super) fn served_features<'a>(
     settings: &Settings,
     object: &ObjectRef,
     reads_secrets: &mut bool,
+    plain: &mut PlainFeatures,
     diags: &mut Diagnostics,
 ) -> Result<(IngressFeatures, Annotations<'a>), String> {
-    let (mut features, read) = features::effective_features(ingress, settings)?;
+    let (mut features, read) = features::effective_features_with(ingress, settings, plain)?;
     let in_their_words = |message: String| read.in_their_words(message);
     *reads_secrets |= features.basic_auth.is_some()
         || features.client_auth.is_some()
