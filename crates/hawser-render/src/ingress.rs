@@ -466,8 +466,16 @@ fn add_routes(
     features: &IngressFeatures,
     diags: &mut Diagnostics,
 ) {
-    for (index, route) in routes.into_iter().enumerate() {
-        let backend: Arc<str> = route.backend.name().into();
+    // An Ingress's paths mostly go to one backend: named once per run.
+    let mut names: Vec<Arc<str>> = Vec::with_capacity(routes.len());
+    for (at, route) in routes.iter().enumerate() {
+        let name = match at.checked_sub(1).map(|before| &routes[before]) {
+            Some(before) if before.backend == route.backend => Arc::clone(&names[at - 1]),
+            _ => route.backend.name().into(),
+        };
+        names.push(name);
+    }
+    for ((index, route), backend) in routes.into_iter().enumerate().zip(names) {
         let feature_set = features.set_id(key, route.tls_host);
         let rewrite = match (&features.rewrite_target, &feature_set) {
             (Some(target), Some(id)) => {

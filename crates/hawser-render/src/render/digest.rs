@@ -47,7 +47,8 @@ pub(super) fn structure_digest(config: &str, backends: &[Arc<BackendPlan>]) -> S
     let mut servers: &[ServerPlan] = &[];
     let mut hasher = Sha256::new();
     for line in config.lines() {
-        let mut words = line.split_whitespace();
+        // Words as HAProxy splits them: at ASCII blanks.
+        let mut words = line.split_ascii_whitespace();
         let Some(first) = words.next() else { continue };
         if first.starts_with('#') {
             continue;
