@@ -90,10 +90,12 @@ async fn endpoint_churn_applies_without_reload_and_traffic_follows() {
         &["churn-a"],
     ];
     for step in steps {
-        run.write_manifest("slice.yaml", &slice(&backends, step));
-        let before = run.status().await["desired_generation"]
+        // Read before the write: hawser may have applied it before a read
+        // after it.
+        let before = run.status().await["applied_generation"]
             .as_u64()
             .unwrap_or(0);
+        run.write_manifest("slice.yaml", &slice(&backends, step));
         run.wait_for_status("the new endpoints applied", |s| {
             s["applied_generation"].as_u64().unwrap_or(0) > before
                 && s["desired_generation"] == s["applied_generation"]
