@@ -216,7 +216,8 @@ pub fn effective_features<'a>(
 /// The features an Ingress with none of hawser's annotations (as read,
 /// through the dialects) gets, made once for many: most Ingresses have
 /// none, and [`ingress_features`] is a function of those annotations and
-/// the settings alone. One holds for one set of settings.
+/// the settings alone. One is made for one set of settings (a routing
+/// table makes its own).
 #[derive(Default)]
 pub(crate) struct PlainFeatures(Option<IngressFeatures>);
 
@@ -241,10 +242,12 @@ pub(crate) fn effective_features_with<'a>(
         .map
         .keys()
         .any(|key| key.starts_with(ANNOTATION_PREFIX));
-    let mut features = match &plain.0 {
-        Some(features) if !ours => features.clone(),
-        _ if ours => of_annotations()?,
-        _ => plain.0.insert(of_annotations()?).clone(),
+    let mut features = if ours {
+        of_annotations()?
+    } else if let Some(features) = &plain.0 {
+        features.clone()
+    } else {
+        plain.0.insert(of_annotations()?).clone()
     };
     let serves_a_tls_host = ingress
         .rules

@@ -469,8 +469,8 @@ fn add_routes(
     // An Ingress's paths mostly go to one backend: named once per run.
     let mut names: Vec<Arc<str>> = Vec::with_capacity(routes.len());
     for (at, route) in routes.iter().enumerate() {
-        let name = match at.checked_sub(1).map(|before| &routes[before]) {
-            Some(before) if before.backend == route.backend => Arc::clone(&names[at - 1]),
+        let name = match names.last() {
+            Some(last) if routes[at - 1].backend == route.backend => Arc::clone(last),
             _ => route.backend.name().into(),
         };
         names.push(name);
