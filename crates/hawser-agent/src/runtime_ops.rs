@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use hawser_haproxy::{AdminState, RuntimeApi, SocketError, WaitOutcome};
+use hawser_haproxy::{AdminState, RuntimeApi, ServerBatch, SocketError, WaitOutcome};
 use hawser_plan::{FileSet, LIVE_TWINS_MAP_PATH, Plan, ServerPlan, ServerState};
 
 use crate::diff::{MapEdit, RuntimeOp, TwinStep, twin_steps};
@@ -78,7 +78,10 @@ impl LiveCopies {
 /// Runs `ops` in order; stops at the first failure (and then forgets which
 /// copies are read: a command may have been taken and not answered).
 ///
-/// Servers removed one after another all leave traffic first (maintenance),
+/// Server commands that follow one another (added, enabled, weighed, put in
+/// or out of maintenance) go to the worker in one session: each is a round
+/// trip to a busy worker on the way of the change. Servers removed one
+/// after another all leave traffic first (maintenance, one session too),
 /// then each drains and goes: an endpoint swap is seen by traffic once its
 /// new server is in and the old ones are out, not after the first old one
 /// has drained.
@@ -91,13 +94,12 @@ pub async fn execute(
 ) -> Result<(), OpError> {
     let mut rest = ops;
     while let Some(op) = rest.first() {
-        let removals = rest
-            .iter()
-            .take_while(|op| matches!(op, RuntimeOp::RemoveServer { .. }))
-            .count();
-        let (done, result) = match removals {
-            0 => (1, run(api, op, files, plan, live).await),
-            _ => (removals, remove_servers(api, &rest[..removals]).await),
+        let removals = rest.iter().take_while(|op| removal(op)).count();
+        let (done, result) = match leading_server_batch(rest) {
+            Err(e) => (0, Err(e)),
+            Ok((0, _)) if removals > 0 => (removals, remove_servers(api, &rest[..removals]).await),
+            Ok((0, _)) => (1, run(api, op, files, plan, live).await),
+            Ok((taken, batch)) => (taken, set_servers(api, &rest[..taken], &batch).await),
         };
         if let Err(e) = result {
             live.forget();
@@ -108,24 +110,82 @@ pub async fn execute(
     Ok(())
 }
 
-/// `removals` (each a [`RuntimeOp::RemoveServer`]): all in maintenance,
-/// then each drained and deleted.
+fn removal(op: &RuntimeOp) -> bool {
+    matches!(op, RuntimeOp::RemoveServer { .. })
+}
+
+/// The server commands of the operations `ops` begins with, while they are
+/// ones whose replies are fixed (servers added, weighed, put in or out of
+/// maintenance), and how many operations that is.
+fn leading_server_batch(ops: &[RuntimeOp]) -> Result<(usize, ServerBatch), OpError> {
+    let mut batch = ServerBatch::new();
+    for (taken, op) in ops.iter().enumerate() {
+        let added = match op {
+            RuntimeOp::AddServer { backend, server } => add_server(&mut batch, backend, server),
+            RuntimeOp::SetServerWeight {
+                backend,
+                server,
+                weight,
+            } => batch.set_server_weight(backend, server, *weight),
+            RuntimeOp::SetServerState {
+                backend,
+                server,
+                state,
+            } => batch.set_server_state(backend, server, admin_state(*state)),
+            _ => return Ok((taken, batch)),
+        };
+        added.map_err(|source| socket_error(op, source))?;
+    }
+    Ok((ops.len(), batch))
+}
+
+/// Sends `batch`, the server commands of `ops`, in one session.
+async fn set_servers(
+    api: &RuntimeApi,
+    ops: &[RuntimeOp],
+    batch: &ServerBatch,
+) -> Result<(), OpError> {
+    api.run_server_batch(batch)
+        .await
+        .map_err(|source| batch_error(ops, source))
+}
+
+/// `removals` (each a [`RuntimeOp::RemoveServer`]): all in maintenance
+/// in one session, then each drained and deleted.
 async fn remove_servers(api: &RuntimeApi, removals: &[RuntimeOp]) -> Result<(), OpError> {
     let servers = removals.iter().filter_map(|op| match op {
         RuntimeOp::RemoveServer { backend, server } => Some((op, backend, server)),
         _ => None,
     });
+    let mut maintenance = ServerBatch::new();
     for (op, backend, server) in servers.clone() {
-        api.set_server_state(backend, server, AdminState::Maint)
-            .await
+        maintenance
+            .set_server_state(backend, server, AdminState::Maint)
             .map_err(|source| socket_error(op, source))?;
     }
+    api.run_server_batch(&maintenance)
+        .await
+        .map_err(|source| batch_error(removals, source))?;
     for (op, backend, server) in servers {
         drain_and_delete(api, backend, server)
             .await
             .map_err(|source| socket_error(op, source))?;
     }
     Ok(())
+}
+
+/// A failed batch, named by its operations (HAProxy's words in `source`
+/// name the command that failed).
+fn batch_error(ops: &[RuntimeOp], source: SocketError) -> OpError {
+    const SHOWN: usize = 3;
+    let mut said: Vec<String> = ops.iter().take(SHOWN).map(describe).collect();
+    if ops.len() > SHOWN {
+        said.push(format!("{} more", ops.len() - SHOWN));
+    }
+    OpError::Socket {
+        op: said.join(", "),
+        source,
+    }
 }
 
 fn socket_error(op: &RuntimeOp, source: SocketError) -> OpError {
@@ -214,8 +274,12 @@ async fn run(
             let pem = pem(op, files, path)?;
             api.update_ssl_cert(path, pem).await.map_err(socket)
         }
-        RuntimeOp::AddServer { backend, server } => {
-            add_server(api, backend, server).await.map_err(socket)
+        RuntimeOp::AddServer { .. }
+        | RuntimeOp::SetServerWeight { .. }
+        | RuntimeOp::SetServerState { .. } => {
+            let ops = std::slice::from_ref(op);
+            let (_, batch) = leading_server_batch(ops)?;
+            set_servers(api, ops, &batch).await
         }
         RuntimeOp::SetServerAddress {
             backend,
@@ -228,22 +292,6 @@ async fn run(
                 .await
                 .map_err(socket)
         }
-        RuntimeOp::SetServerWeight {
-            backend,
-            server,
-            weight,
-        } => api
-            .set_server_weight(backend, server, *weight)
-            .await
-            .map_err(socket),
-        RuntimeOp::SetServerState {
-            backend,
-            server,
-            state,
-        } => api
-            .set_server_state(backend, server, admin_state(*state))
-            .await
-            .map_err(socket),
         RuntimeOp::ReplaceMap { path } => {
             let map = plan.map_at(path).ok_or_else(|| OpError::Input {
                 op: describe(op),
@@ -303,8 +351,8 @@ async fn edit_map(api: &RuntimeApi, path: &str, edit: &MapEdit) -> Result<(), So
 
 /// `add server` creates the server in maintenance; it is enabled unless the
 /// plan wants it there.
-async fn add_server(
-    api: &RuntimeApi,
+fn add_server(
+    batch: &mut ServerBatch,
     backend: &str,
     server: &ServerPlan,
 ) -> Result<(), SocketError> {
@@ -326,10 +374,9 @@ async fn add_server(
     // And every keyword the rendered servers carry (TLS, SNI, PROXY
     // protocol, cookie): a server behaves the same however it arrived.
     keywords.extend(server.keywords.iter().map(String::as_str));
-    api.add_server(backend, &server.name, ip, server.port, &keywords)
-        .await?;
+    batch.add_server(backend, &server.name, ip, server.port, &keywords)?;
     if server.state == ServerState::Ready {
-        api.enable_server(backend, &server.name).await?;
+        batch.enable_server(backend, &server.name)?;
     }
     Ok(())
 }

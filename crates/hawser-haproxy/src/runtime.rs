@@ -4,6 +4,7 @@
 //! ```text
 //!  RuntimeApi ──one command per session──► worker stats socket
 //!     ├─ servers: add / enable / set addr|weight|state / wait srv-removable / del
+//!     │           (add, enable, weight and state also batched: one session for many)
 //!     ├─ maps:    prepare → add @v payload → show @v count check → commit
 //!     ├─ ssl:     set → commit, abort on any failure (one process-wide transaction)
 //!     └─ show info, show servers state, show stat, show table (traffic counters)
@@ -14,6 +15,7 @@
 //! [`SocketError::Rejected`] with HAProxy's words. Everything changed here is
 //! lost on reload unless the on-disk configuration says the same.
 
+mod batch;
 mod maps;
 mod servers;
 mod servers_state;
@@ -28,6 +30,7 @@ use std::{
     time::Duration,
 };
 
+pub use batch::ServerBatch;
 pub use maps::MapInfo;
 pub use servers::{AdminState, WaitOutcome};
 pub use servers_state::ServerState;

@@ -50,7 +50,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hawser_fake_api::FakeApi;
-use hawser_haproxy::{AdminState, MasterCli, RuntimeApi};
+use hawser_haproxy::{AdminState, MasterCli, RuntimeApi, ServerBatch};
 use serde_json::Value;
 use support::{
     AgentProc, Backends, ControllerProc, Load, LoadTarget, Pki, Pod, Run, RunOptions, pod,
@@ -295,7 +295,7 @@ async fn measure(options: &Options, binary: Option<PathBuf>) -> String {
     }
     writeln!(out).unwrap();
     for row in &rows {
-        let samples: Vec<String> = row.samples.iter().map(|ms| format!("{ms:.0}")).collect();
+        let samples: Vec<String> = row.samples.iter().map(|ms| format!("{ms:.1}")).collect();
         writeln!(out, "{} (ms, sorted): {}", row.what, samples.join(" ")).unwrap();
     }
     writeln!(
@@ -355,7 +355,7 @@ impl std::fmt::Display for Row {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "| {} | {:.0} / {:.0} ms | {} of {} | {}: {:.1} ms | {:.1}× / {:.1}× |",
+            "| {} | {:.1} / {:.1} ms | {} of {} | {}: {:.1} ms | {:.1}× / {:.1}× |",
             self.what,
             self.median,
             self.p95,
@@ -734,7 +734,8 @@ impl HaproxyAlone {
     }
 
     /// `add server` of a pod and the one serving before put in
-    /// maintenance, until the new one answers.
+    /// maintenance, in one session as hawser sends them, until the new one
+    /// answers.
     async fn add_server(&self, times: usize) -> Vec<Duration> {
         let mut durations = Vec::new();
         let mut previous = "s".to_string();
@@ -742,18 +743,18 @@ impl HaproxyAlone {
             let (name, addr) = &self.pods[(index + 1) % self.pods.len()];
             let server = format!("s{index}");
             let began = Instant::now();
-            self.runtime
+            let mut batch = ServerBatch::new();
+            batch
                 .add_server("be0", &server, addr.ip(), addr.port(), &[])
-                .await
-                .expect("add server");
-            self.runtime
-                .enable_server("be0", &server)
-                .await
-                .expect("enable server");
-            self.runtime
+                .unwrap();
+            batch.enable_server("be0", &server).unwrap();
+            batch
                 .set_server_state("be0", &previous, AdminState::Maint)
+                .unwrap();
+            self.runtime
+                .run_server_batch(&batch)
                 .await
-                .expect("set server state");
+                .expect("add server, enable it, the previous one in maintenance");
             durations.push(poll(self.http, "h0.example.com", began, |r| &r.pod == name).await);
             previous = server;
         }
@@ -761,22 +762,23 @@ impl HaproxyAlone {
     }
 
     /// What a new Service served from a spare takes: `add server` (and
-    /// `enable server`) into an empty backend declared ahead, `add map` of
-    /// a new host to it, until the host is answered.
+    /// `enable server`, in one session) into an empty backend declared
+    /// ahead, `add map` of a new host to it, until the host is answered.
     async fn lend_spare(&self, times: usize) -> Vec<Duration> {
         let mut durations = Vec::new();
         for index in 0..times {
             let (name, addr) = &self.pods[index % self.pods.len()];
             let (backend, host) = (format!("sp{index}"), format!("lent{index}.example.com"));
             let began = Instant::now();
-            self.runtime
+            let mut batch = ServerBatch::new();
+            batch
                 .add_server(&backend, "s", addr.ip(), addr.port(), &[])
-                .await
-                .expect("add server");
+                .unwrap();
+            batch.enable_server(&backend, "s").unwrap();
             self.runtime
-                .enable_server(&backend, "s")
+                .run_server_batch(&batch)
                 .await
-                .expect("enable server");
+                .expect("add server and enable it");
             self.runtime
                 .add_map("maps/routes.map", &host, &backend)
                 .await

@@ -1,5 +1,6 @@
 //! Runtime operations as the commands a worker receives: which copy of a
-//! twinned map is read, asked once, then known; servers removed together.
+//! twinned map is read, asked once, then known; servers changed and
+//! removed together.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -27,25 +28,37 @@ fn fake_worker(dir: &Path) -> (RuntimeApi, Arc<Mutex<Vec<String>>>) {
                 .await
                 .expect("read");
             let line = line.trim_end().to_string();
-            let reply = if line == format!("show map {LIVE_TWINS_MAP_PATH}") {
-                format!("0x1 {ROUTES_MAP_PATH} {live}\n\n")
-            } else if line.starts_with("wait ") {
-                "Done.\n\n".to_string()
-            } else if line.starts_with("del server ") {
-                "Server deleted.\n\n".to_string()
-            } else {
-                if let Some(copy) =
-                    line.strip_prefix(&format!("set map {LIVE_TWINS_MAP_PATH} {ROUTES_MAP_PATH} "))
-                {
-                    live = copy.to_string();
-                }
-                "\n".to_string()
-            };
+            // A line of `;`-separated commands is answered command by
+            // command, one reply after another, as a worker does.
+            let mut reply = String::new();
+            for command in line.split(';') {
+                reply.push_str(&answer(command, &mut live));
+            }
             recorded.lock().unwrap().push(line);
             write.write_all(reply.as_bytes()).await.expect("reply");
         }
     });
     (RuntimeApi::new(socket), commands)
+}
+
+/// What a worker answers `command` with, when it succeeds.
+fn answer(command: &str, live: &mut String) -> String {
+    if command == format!("show map {LIVE_TWINS_MAP_PATH}") {
+        format!("0x1 {ROUTES_MAP_PATH} {live}\n\n")
+    } else if command.starts_with("wait ") {
+        "Done.\n\n".to_string()
+    } else if command.starts_with("del server ") {
+        "Server deleted.\n\n".to_string()
+    } else if command.starts_with("add server ") {
+        "New server registered.\n\n".to_string()
+    } else {
+        if let Some(copy) =
+            command.strip_prefix(&format!("set map {LIVE_TWINS_MAP_PATH} {ROUTES_MAP_PATH} "))
+        {
+            *live = copy.to_string();
+        }
+        "\n".to_string()
+    }
 }
 
 fn routes_added(keys: &[&str]) -> RuntimeOp {
@@ -140,12 +153,66 @@ async fn servers_removed_together_all_leave_traffic_before_any_is_deleted() {
     assert_eq!(
         sent,
         [
-            "set server be/a state maint",
-            "set server be/b state maint",
+            "set server be/a state maint;set server be/b state maint",
             "wait 5000ms srv-removable be/a",
             "del server be/a",
             "wait 5000ms srv-removable be/b",
             "del server be/b",
         ]
     );
+}
+
+#[tokio::test]
+async fn an_endpoint_swap_reaches_traffic_in_two_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let (api, commands) = fake_worker(dir.path());
+    let added = |name: &str, address: &str| RuntimeOp::AddServer {
+        backend: "be".to_string(),
+        server: ServerPlan {
+            name: name.to_string(),
+            address: address.to_string(),
+            port: 8080,
+            weight: 1,
+            state: ServerState::Ready,
+            resolve: false,
+            proto: None,
+            keywords: Vec::new(),
+        },
+    };
+    let removed = |server: &str| RuntimeOp::RemoveServer {
+        backend: "be".to_string(),
+        server: server.to_string(),
+    };
+    let weighed = RuntimeOp::SetServerWeight {
+        backend: "be".to_string(),
+        server: "c".to_string(),
+        weight: 7,
+    };
+    let ops = [
+        added("d", "10.0.0.4"),
+        added("e", "10.0.0.5"),
+        weighed,
+        removed("a"),
+        removed("b"),
+    ];
+    execute(
+        &api,
+        &ops,
+        &FileSet::default(),
+        &Plan::default(),
+        &mut LiveCopies::default(),
+    )
+    .await
+    .expect("applied");
+    let sent: Vec<String> = commands.lock().unwrap().clone();
+    assert_eq!(
+        sent[..2],
+        [
+            "add server be/d 10.0.0.4:8080 weight 1;enable server be/d;\
+             add server be/e 10.0.0.5:8080 weight 1;enable server be/e;\
+             set server be/c weight 7",
+            "set server be/a state maint;set server be/b state maint",
+        ]
+    );
+    assert_eq!(sent.len(), 6, "{sent:?}");
 }

@@ -54,16 +54,8 @@ impl RuntimeApi {
         port: u16,
         extra_keywords: &[&str],
     ) -> Result<(), SocketError> {
-        let mut line = format!(
-            "add server {} {}",
-            server_ref(backend, server)?,
-            socket_addr(addr, port)
-        );
-        for keyword in extra_keywords {
-            line.push(' ');
-            line.push_str(args::word("server keyword", keyword)?);
-        }
-        self.expect_reply(&Command::new(line), |text| text == "New server registered.")
+        let line = add_server_line(backend, server, addr, port, extra_keywords)?;
+        self.expect_reply(&Command::new(line), |text| text == SERVER_ADDED)
             .await
             .map(drop)
     }
@@ -112,10 +104,7 @@ impl RuntimeApi {
         server: &str,
         weight: u16,
     ) -> Result<(), SocketError> {
-        let command = Command::new(format!(
-            "set server {} weight {weight}",
-            server_ref(backend, server)?
-        ));
+        let command = Command::new(weight_line(backend, server, weight)?);
         self.expect_empty(&command).await
     }
 
@@ -126,17 +115,13 @@ impl RuntimeApi {
         server: &str,
         state: AdminState,
     ) -> Result<(), SocketError> {
-        let command = Command::new(format!(
-            "set server {} state {}",
-            server_ref(backend, server)?,
-            state.keyword()
-        ));
+        let command = Command::new(state_line(backend, server, state)?);
         self.expect_empty(&command).await
     }
 
     /// `enable server <backend>/<server>`: leave maintenance.
     pub async fn enable_server(&self, backend: &str, server: &str) -> Result<(), SocketError> {
-        let command = Command::new(format!("enable server {}", server_ref(backend, server)?));
+        let command = Command::new(enable_line(backend, server)?);
         self.expect_empty(&command).await
     }
 
@@ -202,6 +187,56 @@ impl RuntimeApi {
         servers_state::parse_reply(&command, &reply)?;
         Ok(format!("{}\n", cli::text(&reply)))
     }
+}
+
+/// What `add server` answers when the server was added.
+pub(super) const SERVER_ADDED: &str = "New server registered.";
+
+/// `add server <backend>/<server> <addr>:<port> [keywords]`, each keyword
+/// checked to be one CLI word.
+pub(super) fn add_server_line(
+    backend: &str,
+    server: &str,
+    addr: IpAddr,
+    port: u16,
+    extra_keywords: &[&str],
+) -> Result<String, SocketError> {
+    let mut line = format!(
+        "add server {} {}",
+        server_ref(backend, server)?,
+        socket_addr(addr, port)
+    );
+    for keyword in extra_keywords {
+        line.push(' ');
+        line.push_str(args::word("server keyword", keyword)?);
+    }
+    Ok(line)
+}
+
+/// `enable server <backend>/<server>`.
+pub(super) fn enable_line(backend: &str, server: &str) -> Result<String, SocketError> {
+    Ok(format!("enable server {}", server_ref(backend, server)?))
+}
+
+/// `set server <backend>/<server> state ready|drain|maint`.
+pub(super) fn state_line(
+    backend: &str,
+    server: &str,
+    state: AdminState,
+) -> Result<String, SocketError> {
+    Ok(format!(
+        "set server {} state {}",
+        server_ref(backend, server)?,
+        state.keyword()
+    ))
+}
+
+/// `set server <backend>/<server> weight <weight>`.
+pub(super) fn weight_line(backend: &str, server: &str, weight: u16) -> Result<String, SocketError> {
+    Ok(format!(
+        "set server {} weight {weight}",
+        server_ref(backend, server)?
+    ))
 }
 
 /// `<backend>/<server>`, both checked to be single CLI words.
