@@ -232,6 +232,9 @@ impl Running {
 /// agent before traffic can see it).
 #[derive(Debug)]
 struct Phases {
+    /// After a runtime change, before its staging
+    /// (`runtime_first::SETTLE_AFTER_CHANGE`).
+    settle: Duration,
     stage: Duration,
     check: Duration,
     change: Duration,
@@ -243,6 +246,7 @@ struct Phases {
 impl Phases {
     fn beginning(at: Instant) -> Phases {
         Phases {
+            settle: Duration::ZERO,
             stage: Duration::ZERO,
             check: Duration::ZERO,
             change: Duration::ZERO,
@@ -600,6 +604,7 @@ impl Core {
                 generation = desired.generation.get(),
                 kind = ?kind,
                 ms = outcome.duration.as_millis() as u64,
+                settle_ms = phases.settle.as_millis() as u64,
                 stage_ms = phases.stage.as_millis() as u64,
                 check_ms = phases.check.as_millis() as u64,
                 change_ms = phases.change.as_millis() as u64,
@@ -647,10 +652,12 @@ impl Core {
                     "nothing HAProxy serves changed".to_string(),
                 )));
             }
-            Decision::Runtime(ops) => match self.apply_at_runtime(desired, &ops, phases).await? {
-                AtRuntime::Applied(summary) => return Ok(Some((ApplyKind::Runtime, summary))),
-                AtRuntime::ReloadInstead { version, reason } => (version, vec![reason]),
-            },
+            Decision::Runtime(ops) => {
+                match self.apply_at_runtime(desired, &ops, newer, phases).await? {
+                    AtRuntime::Applied(summary) => return Ok(Some((ApplyKind::Runtime, summary))),
+                    AtRuntime::ReloadInstead { version, reason } => (version, vec![reason]),
+                }
+            }
             Decision::Reload(reasons) => {
                 let version = self.stage_timed(desired, phases)?;
                 self.check_version(version, desired, phases, Awaited::ByReload)

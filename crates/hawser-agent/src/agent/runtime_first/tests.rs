@@ -1,4 +1,5 @@
-//! What a configuration that passed the config policy is judged against.
+//! What a configuration that passed the config policy is judged against,
+//! and how long the staging of a runtime change waits.
 
 use hawser_plan::FileKind;
 
@@ -33,4 +34,37 @@ fn a_passed_configuration_is_the_reference_while_the_files_it_read_stay() {
     let mut gone = FileSet::default();
     gone.insert(CONFIG_PATH, FileKind::Config, "global\n");
     assert_eq!(passed.config_for(&gone), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_settle_after_a_runtime_change_ends_when_a_newer_version_comes() {
+    let (submit, newer) = watch::channel(None);
+    let began = Instant::now();
+    settle(&newer, SETTLE_AFTER_CHANGE).await;
+    assert_eq!(
+        began.elapsed(),
+        SETTLE_AFTER_CHANGE,
+        "nothing newer: the whole settle"
+    );
+
+    let began = Instant::now();
+    let waiting = tokio::spawn({
+        let newer = newer.clone();
+        async move { settle(&newer, SETTLE_AFTER_CHANGE).await }
+    });
+    tokio::time::sleep(Duration::from_millis(3)).await;
+    submit.send(None).expect("the agent listens");
+    waiting.await.expect("settled");
+    assert_eq!(
+        began.elapsed(),
+        Duration::from_millis(3),
+        "a newer version ends it"
+    );
+    // The version that ended it is still to be seen by the agent's loop.
+    assert!(newer.has_changed().expect("open"));
+
+    // One already waiting when the settle begins ends it at once.
+    let began = Instant::now();
+    settle(&newer, SETTLE_AFTER_CHANGE).await;
+    assert_eq!(began.elapsed(), Duration::ZERO);
 }
