@@ -61,6 +61,19 @@ fn answer(command: &str, live: &mut String) -> String {
     }
 }
 
+/// The commands the worker received for `ops`, applied from no plan.
+async fn sent_for(
+    api: &RuntimeApi,
+    commands: &Mutex<Vec<String>>,
+    ops: &[RuntimeOp],
+) -> Vec<String> {
+    let (files, plan) = (FileSet::default(), Plan::default());
+    execute(api, ops, &files, &plan, &mut LiveCopies::default())
+        .await
+        .expect("applied");
+    commands.lock().unwrap().clone()
+}
+
 fn routes_added(keys: &[&str]) -> RuntimeOp {
     RuntimeOp::EditTwinMap {
         path: ROUTES_MAP_PATH.to_string(),
@@ -140,16 +153,7 @@ async fn servers_removed_together_all_leave_traffic_before_any_is_deleted() {
         server: server.to_string(),
     };
     let ops = [removed("a"), removed("b")];
-    execute(
-        &api,
-        &ops,
-        &FileSet::default(),
-        &Plan::default(),
-        &mut LiveCopies::default(),
-    )
-    .await
-    .expect("applied");
-    let sent: Vec<String> = commands.lock().unwrap().clone();
+    let sent = sent_for(&api, &commands, &ops).await;
     assert_eq!(
         sent,
         [
@@ -195,16 +199,7 @@ async fn an_endpoint_swap_reaches_traffic_in_two_sessions() {
         removed("a"),
         removed("b"),
     ];
-    execute(
-        &api,
-        &ops,
-        &FileSet::default(),
-        &Plan::default(),
-        &mut LiveCopies::default(),
-    )
-    .await
-    .expect("applied");
-    let sent: Vec<String> = commands.lock().unwrap().clone();
+    let sent = sent_for(&api, &commands, &ops).await;
     assert_eq!(
         sent[..2],
         [
