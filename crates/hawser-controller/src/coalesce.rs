@@ -1,12 +1,13 @@
-//! When a source renders after a change: at once for a lone change (leading
-//! edge), coalesced during a burst (trailing edge, bounded).
+//! When a source renders after a change: at once for a lone change or the
+//! rest of one operation (leading edge), coalesced during a burst (trailing
+//! edge, bounded).
 //!
 //! ```text
 //!  change ──► renders begun within BURST?
-//!               none ──► complete?  yes ──► render at once                (leading edge)
-//!                                   no  ──► render after SETTLE of quiet
-//!               one  ──► render after SETTLE of quiet                   (the rest of one operation)
-//!               two  ──► render after DEBOUNCE of quiet, LIMIT after the first at most
+//!               none, one ──► complete?  yes ──► render at once           (leading edge)
+//!                                        no  ──► render after SETTLE of quiet
+//!               two       ──► render after SETTLE of quiet
+//!               three     ──► render after DEBOUNCE of quiet, LIMIT after the first at most
 //!  a file still being written (local) ──► hold, LIMIT after the first at most
 //! ```
 //!
@@ -19,11 +20,16 @@
 //! the half-done state: for a file, that would drop its objects for a
 //! generation.
 //!
-//! Once a render has begun, a change within BURST is taken as the rest of
-//! the same operation (a Service applied with its Ingress) and waits only
-//! SETTLE of quiet. A change after two renders within BURST is a burst: a
-//! `cp -r` or a rolling update is rendered a few times, not once per event.
-//! LIMIT bounds every wait, so churn that never goes quiet still renders.
+//! A complete change that follows one render closely is taken as the rest
+//! of the same operation (a Service applied with its Ingress, their watch
+//! events a moment apart) and renders at once too: every object the API
+//! server stored is a state it serves, and waiting for quiet there delayed
+//! the operation's route by the whole SETTLE whenever its first object was
+//! rendered alone (docs/benchmarks.md, "The rest of an operation at
+//! once"). After two renders within BURST a change waits SETTLE of quiet,
+//! and after three it is a burst: a `cp -r` or a rolling update is
+//! rendered a few times, not once per event. LIMIT bounds every wait, so
+//! churn that never goes quiet still renders.
 
 use std::time::Duration;
 
@@ -36,8 +42,9 @@ pub const SETTLE: Duration = Duration::from_millis(10);
 /// Quiet awaited during a burst.
 pub const DEBOUNCE: Duration = Duration::from_millis(200);
 
-/// Renders begun this shortly before a change make it part of an operation
-/// (one render) or of a burst (two).
+/// Renders begun this shortly before a change make it the rest of an
+/// operation (one render), a change that settles (two) or part of a burst
+/// (three).
 pub const BURST: Duration = Duration::from_millis(200);
 
 /// The longest a change waits, however busy the source.
@@ -56,12 +63,14 @@ pub enum Change {
     Partial,
 }
 
-/// Changes not rendered yet, and when the last two renders began.
+/// How many recent renders decide a change's wait.
+const RENDERS_KEPT: usize = 3;
+
+/// Changes not rendered yet, and when the last renders began (latest first).
 #[derive(Debug, Clone, Default)]
 pub struct Coalescer {
     pending: Option<Pending>,
-    last_render: Option<Instant>,
-    render_before: Option<Instant>,
+    renders: [Option<Instant>; RENDERS_KEPT],
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -69,7 +78,7 @@ struct Pending {
     first: Instant,
     last: Instant,
     /// How many renders began within BURST before the first change.
-    recent_renders: u8,
+    recent_renders: usize,
     /// Some change of them may not be complete yet.
     partial: bool,
 }
@@ -78,11 +87,12 @@ impl Coalescer {
     /// A change at `now`.
     pub fn changed(&mut self, now: Instant, change: Change) {
         let partial = change == Change::Partial;
-        let recent = |render: Option<Instant>| {
-            render.is_some_and(|at| now.saturating_duration_since(at) < BURST)
-        };
-        let recent_renders =
-            u8::from(recent(self.last_render)) + u8::from(recent(self.render_before));
+        let recent_renders = self
+            .renders
+            .iter()
+            .flatten()
+            .filter(|at| now.saturating_duration_since(**at) < BURST)
+            .count();
         self.pending = Some(match self.pending {
             Some(pending) => Pending {
                 last: now,
@@ -113,8 +123,8 @@ impl Coalescer {
             return Some(limit);
         }
         let quiet = match pending.recent_renders {
-            0 if !pending.partial => Duration::ZERO,
-            0 | 1 => SETTLE,
+            0 | 1 if !pending.partial => Duration::ZERO,
+            0..=2 => SETTLE,
             _ => DEBOUNCE,
         };
         Some((pending.last + quiet).min(limit))
@@ -123,8 +133,8 @@ impl Coalescer {
     /// A render begins at `now`: what was pending is taken.
     pub fn rendering(&mut self, now: Instant) {
         self.pending = None;
-        self.render_before = self.last_render;
-        self.last_render = Some(now);
+        self.renders.rotate_right(1);
+        self.renders[0] = Some(now);
     }
 }
 
@@ -177,19 +187,36 @@ mod tests {
     }
 
     #[test]
-    fn a_change_soon_after_one_render_settles() {
+    fn a_complete_change_soon_after_one_render_renders_at_once() {
         let t0 = Instant::now();
         let mut coalescer = Coalescer::default();
         coalescer.rendering(t0);
+        coalescer.changed(t0 + 5 * MS, Change::Complete);
+        assert_eq!(coalescer.deadline(false), Some(t0 + 5 * MS));
+
+        // One that may be half done still settles.
+        let mut coalescer = Coalescer::default();
+        coalescer.rendering(t0);
+        coalescer.changed(t0 + 5 * MS, Change::Partial);
+        assert_eq!(coalescer.deadline(false), Some(t0 + 5 * MS + SETTLE));
+    }
+
+    #[test]
+    fn a_change_soon_after_two_renders_settles() {
+        let t0 = Instant::now();
+        let mut coalescer = Coalescer::default();
+        coalescer.rendering(t0);
+        coalescer.rendering(t0 + 2 * MS);
         coalescer.changed(t0 + 5 * MS, Change::Complete);
         assert_eq!(coalescer.deadline(false), Some(t0 + 5 * MS + SETTLE));
     }
 
     #[test]
-    fn a_change_after_two_renders_within_the_burst_waits_for_it_to_go_quiet() {
+    fn a_change_after_three_renders_within_the_burst_waits_for_it_to_go_quiet() {
         let t0 = Instant::now();
         let mut coalescer = Coalescer::default();
         coalescer.rendering(t0);
+        coalescer.rendering(t0 + 10 * MS);
         coalescer.rendering(t0 + 20 * MS);
         coalescer.changed(t0 + 50 * MS, Change::Complete);
         assert_eq!(coalescer.deadline(false), Some(t0 + 50 * MS + DEBOUNCE));
@@ -198,6 +225,7 @@ mod tests {
         let mut coalescer = Coalescer::default();
         coalescer.rendering(t0);
         coalescer.rendering(t0 + BURST);
+        coalescer.rendering(t0 + BURST + MS);
         coalescer.changed(t0 + BURST + 5 * MS, Change::Complete);
         assert_eq!(
             coalescer.deadline(false),
@@ -209,8 +237,9 @@ mod tests {
     fn churn_that_never_goes_quiet_still_renders_at_the_limit() {
         let t0 = Instant::now();
         let mut coalescer = Coalescer::default();
-        coalescer.rendering(t0);
-        coalescer.rendering(t0);
+        for _ in 0..RENDERS_KEPT {
+            coalescer.rendering(t0);
+        }
         let first = t0 + MS;
         let mut now = first;
         while now < first + 2 * LIMIT {

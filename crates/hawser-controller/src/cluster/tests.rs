@@ -271,6 +271,35 @@ async fn one_render_for_a_burst_of_changes() {
     source.stop().await;
 }
 
+/// A Service applied with its Ingress: when the Service's watch event comes
+/// alone and is rendered at once, the Ingress a moment later is the rest of
+/// the operation and renders at once too, without waiting for quiet. On
+/// paused time, a wait for quiet shows as time passed.
+#[tokio::test(start_paused = true)]
+async fn the_rest_of_an_operation_renders_without_waiting_for_quiet() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    let mut source = Source::start(client, KubeSourceOptions::default());
+    source.next_delivery().await;
+    // Long enough after the first render that the next change is lone.
+    tokio::time::sleep(crate::coalesce::BURST).await;
+
+    fake.apply(&ingress("a", "a.example.com", None));
+    let (generation, _) = source.next_delivery().await;
+    assert_eq!(generation, Generation::new(2));
+    let began = tokio::time::Instant::now();
+    fake.apply(&ingress("b", "b.example.com", None));
+    let (generation, store) = source.next_delivery().await;
+    assert_eq!(generation, Generation::new(3));
+    assert_eq!(hosts(&store), ["a=a.example.com", "b=b.example.com"]);
+    assert!(
+        began.elapsed() < crate::coalesce::SETTLE,
+        "the rest of the operation waited {:?} for quiet",
+        began.elapsed()
+    );
+    source.stop().await;
+}
+
 #[tokio::test]
 async fn watch_error_and_gone_relist_recover_what_changed_meanwhile() {
     let (fake, client) = FakeApi::start();
