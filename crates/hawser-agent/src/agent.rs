@@ -209,6 +209,7 @@ impl std::fmt::Debug for Agent {
 }
 
 /// What HAProxy runs, as the agent knows it.
+#[derive(Clone)]
 struct Running {
     generation: Generation,
     files: Arc<FileSet>,
@@ -216,12 +217,40 @@ struct Running {
 }
 
 impl Running {
+    fn of(desired: &Desired) -> Running {
+        Running {
+            generation: desired.generation,
+            files: Arc::clone(&desired.files),
+            plan: Arc::clone(&desired.plan),
+        }
+    }
+
     fn view(&self) -> VersionView<'_> {
         VersionView {
             plan: &self.plan,
             files: &self.files,
         }
     }
+
+    /// The running version as a version to stage and check.
+    fn as_desired(&self) -> Desired {
+        Desired {
+            generation: self.generation,
+            files: Arc::clone(&self.files),
+            plan: Arc::clone(&self.plan),
+        }
+    }
+}
+
+/// Runtime changes live whose tree no full check passed yet: a newer
+/// version came while one was checked, and the check was left to it
+/// (`runtime_first`, "the check left to a newer version").
+struct Unchecked {
+    /// The last version whose tree passed the full check: what `current`
+    /// names, and what a refused check takes HAProxy back to.
+    checked: Running,
+    /// When the first of those changes was left unchecked.
+    since: Instant,
 }
 
 /// Where one apply's time went, for its log line: staging the tree (files
@@ -262,6 +291,8 @@ struct Core {
     runtime: RuntimeApi,
     reloader: Reloader,
     running: Running,
+    /// Set while `running` is ahead of the last checked version.
+    unchecked: Option<Unchecked>,
     /// What last passed the config policy before a runtime change.
     policy_passed: Option<PolicyPassed>,
     /// Which copy of each twinned map the running worker reads.
@@ -328,6 +359,7 @@ impl Agent {
                 files: files.into(),
                 plan: plan.into(),
             },
+            unchecked: None,
             policy_passed: None,
             live_copies: LiveCopies::default(),
             served,
@@ -580,6 +612,7 @@ impl Core {
                     reason = error.metric_label(),
                     "rejected: {error}"
                 );
+                self.check_what_runs().await;
                 let mut said = error.to_string();
                 if error.is_transient() {
                     retry.schedule(Arc::clone(&desired));
@@ -655,6 +688,10 @@ impl Core {
             Decision::Runtime(ops) => {
                 match self.apply_at_runtime(desired, &ops, newer, phases).await? {
                     AtRuntime::Applied(summary) => return Ok(Some((ApplyKind::Runtime, summary))),
+                    AtRuntime::CheckLeftToNewer(summary) => {
+                        let summary = format!("{summary} (its full check left to a newer version)");
+                        return Ok(Some((ApplyKind::Runtime, summary)));
+                    }
                     AtRuntime::ReloadInstead { version, reason } => (version, vec![reason]),
                 }
             }
@@ -778,6 +815,7 @@ impl Core {
                     Err(e) => warn!("reload of the last good version {lkg} failed: {e}"),
                 }
                 if let Ok((files, plan)) = self.tree.read(lkg) {
+                    self.unchecked = None;
                     self.set_running(Running {
                         generation: lkg.generation(),
                         files: files.into(),
@@ -793,11 +831,8 @@ impl Core {
     fn publish_good(&mut self, version: VersionName, desired: &Desired) -> Result<(), ApplyError> {
         self.tree.publish(version).map_err(ApplyError::Publish)?;
         self.tree.mark_good(version).map_err(ApplyError::Publish)?;
-        self.set_running(Running {
-            generation: desired.generation,
-            files: desired.files.clone(),
-            plan: desired.plan.clone(),
-        });
+        self.unchecked = None;
+        self.set_running(Running::of(desired));
         Ok(())
     }
 
@@ -848,6 +883,12 @@ impl Core {
 
     async fn restart(&mut self, supervisor: &mut Supervisor) {
         self.live_copies.forget();
+        // HAProxy starts again on `current`: runtime changes left unchecked
+        // are gone with the old master (a newer version is on its way: the
+        // check was left to it).
+        if let Some(unchecked) = self.unchecked.take() {
+            self.set_running(unchecked.checked);
+        }
         self.status.send_modify(|s| {
             s.haproxy_restarts += 1;
             s.phase = Phase::Restarting;

@@ -6,7 +6,9 @@
 //!                                          nothing written)  nothing written)     held version, served tree
 //!                                                                                 (missing: NEED_FILES)
 //!        ─► persist epoch ─► submit to the agent ─► wait for its outcome ─► runtime | reload | no-op | rejected
-//!                                                    (still waiting: scheduled)
+//!                                                    or its change live ─► runtime (the full check of its
+//!                                                    (still waiting:         tree follows; the state reports it)
+//!                                                     scheduled)
 //!  WatchState ◄── State, recomputed on every status, epoch or held-version change
 //! ```
 //!

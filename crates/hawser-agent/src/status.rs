@@ -92,6 +92,11 @@ pub struct AgentStatus {
     pub desired_generation: Option<Generation>,
     /// The generation HAProxy serves (verified).
     pub applied_generation: Option<Generation>,
+    /// The newest generation whose change reached traffic through the
+    /// runtime API; its outcome (the full check of its tree) may still be
+    /// under way. What an Apply answers on, so that the controller's next
+    /// version need not wait for that check.
+    pub live_generation: Option<Generation>,
     pub last_outcome: Option<ApplyOutcome>,
     /// The last [`RecentOutcomes::CAPACITY`] outcomes, newest first: what a
     /// support bundle shows of the agent's recent history.
@@ -119,6 +124,7 @@ impl AgentStatus {
             phase: Phase::Starting,
             desired_generation: None,
             applied_generation: None,
+            live_generation: None,
             last_outcome: None,
             recent_outcomes: RecentOutcomes::default(),
             last_error: None,

@@ -29,6 +29,10 @@
 //! runs first against that binary (an older build, say), then against this
 //! one: before and after in one run.
 //!
+//! The classes: a new Ingress to an existing Service, an endpoint swapped,
+//! an endpoint swapped right behind a new Ingress (while the agent still
+//! stages and checks the Ingress's version), a new Service and its Ingress.
+//!
 //! Prints, per class of change, the median and p95 in milliseconds, the
 //! ratio of each to the limit measured in the same run, how many changes took
 //! a reload, then the requests of the load and how many failed, and hawser's
@@ -231,12 +235,41 @@ async fn measure(options: &Options, binary: Option<PathBuf>) -> String {
         times.push(until_pod(&run, &format!("h{index}.example.com"), &spare, began).await);
         tokio::time::sleep(BETWEEN).await;
     }
-    let limit = limits.add_server(options.changes).await;
+    let swap_limit = limits.add_server(options.changes).await;
     rows.push(Row::new(
         "an endpoint swapped",
         times,
         reloads_since(&run, reloads_before).await,
-        limit,
+        swap_limit.clone(),
+        "`add server` + first answer",
+    ));
+
+    // An endpoint swapped right behind another change: a new Ingress goes
+    // live, and the swap back to the Service's first pod is made as soon as
+    // the Ingress answers, while the agent still stages and checks the
+    // Ingress's version. Timed from the swap; the limit is the swap's.
+    let reloads_before = reloads(&run).await;
+    let mut times = Vec::new();
+    for &index in &swapped {
+        let name = service(index);
+        let host = format!("behind{index}.example.com");
+        let manifest = ingress(&format!("behind{index}"), &host, &name);
+        run.apply(&format!("behind{index}.yaml"), &manifest);
+        wait_for(&run, &host, &name).await;
+        let pod = format!("{name}-a");
+        let began = Instant::now();
+        run.apply(
+            &format!("slice-{name}.yaml"),
+            &slice(&name, &[&pod], &backends),
+        );
+        times.push(until_pod(&run, &format!("h{index}.example.com"), &pod, began).await);
+        tokio::time::sleep(BETWEEN).await;
+    }
+    rows.push(Row::new(
+        "an endpoint swapped right behind a new Ingress",
+        times,
+        reloads_since(&run, reloads_before).await,
+        swap_limit,
         "`add server` + first answer",
     ));
 

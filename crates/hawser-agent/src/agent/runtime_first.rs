@@ -5,13 +5,20 @@
 //!   (policy on haproxy.cfg,          │ failed: stage, full check, then reload
 //!    add-server keywords,            ▼
 //!    in memory)            settle: the change's first requests are served
-//!                          (20 ms, or until a newer version comes)
+//!                          (20 ms)
 //!                                    ▼
 //!                          stage the tree (write, fsync)
 //!                            failed ──► runtime change undone, rejected
 //!                          full check (`haproxy -c`) of the staged tree
 //!                            ok ──► `current` and `lkg` move to it
 //!                            refused ──► runtime change undone, `current` never moved, rejected
+//!
+//!  a newer version comes during the settle, staging or check:
+//!    the check is left to it (its tree holds this change too), and the newer
+//!    version is applied at once; `current` stays on the checked version.
+//!    If the newer version is refused, the tree of what runs is checked on
+//!    its own (passed: it becomes `current`; refused: HAProxy goes back to
+//!    the checked version)
 //! ```
 //!
 //! Why HAProxy still never loads a tree that was not checked
@@ -35,7 +42,7 @@ use tokio::sync::watch;
 use tokio::time::{Duration, Instant};
 use tracing::{info, warn};
 
-use super::{Core, Desired, Phases, apply_error::ApplyError};
+use super::{Core, Desired, Phases, Running, Unchecked, apply_error::ApplyError};
 use crate::diff::{Decision, RuntimeOp, certificate_renewals_alone, decide, server_changes_alone};
 use crate::runtime_ops::{self, describe};
 use crate::tree::VersionName;
@@ -82,14 +89,28 @@ const BACKGROUND_CHECK_NICENESS: i32 = 10;
 /// once.
 const SETTLE_AFTER_CHANGE: Duration = Duration::from_millis(20);
 
-/// Waits `settle`, or until a version newer than the one being applied is
-/// submitted (or the agent stops), whichever comes first.
-pub(super) async fn settle(newer: &watch::Receiver<Option<Arc<Desired>>>, settle: Duration) {
+/// How long runtime changes may stay live without a full check of their
+/// tree while newer versions keep coming: past it, the next check is made
+/// to its end (and a newer version waits for it), so that `current` keeps
+/// up with what HAProxy serves in a stream of changes too.
+const UNCHECKED_AT_MOST: Duration = Duration::from_secs(1);
+
+/// Waits until a version newer than the one being applied is submitted (or
+/// the agent stops).
+async fn newer_version(newer: &watch::Receiver<Option<Arc<Desired>>>) {
     // A clone, so that waking up does not mark the newer version seen.
     let mut wake = newer.clone();
+    let _ = wake.changed().await;
+}
+
+/// Runs `step` unless a newer version comes first (`None` then).
+async fn unless_newer<T>(
+    newer: &watch::Receiver<Option<Arc<Desired>>>,
+    step: impl Future<Output = T>,
+) -> Option<T> {
     tokio::select! {
-        () = tokio::time::sleep(settle) => {}
-        _ = wake.changed() => {}
+        done = step => Some(done),
+        () = newer_version(newer) => None,
     }
 }
 
@@ -109,6 +130,10 @@ pub(super) enum Awaited {
 pub(super) enum AtRuntime {
     /// Applied, staged, checked and published: what the operations did.
     Applied(String),
+    /// Applied; a newer version came before the full check of its tree
+    /// ended, and the check is left to that version: what the operations
+    /// did.
+    CheckLeftToNewer(String),
     /// An operation failed; the staged and checked `version` must be loaded
     /// by a reload, for this reason.
     ReloadInstead {
@@ -151,9 +176,10 @@ impl Core {
     }
 
     /// Applies `ops` to the running HAProxy, lets the change's first
-    /// requests through ([`SETTLE_AFTER_CHANGE`], cut short by a `newer`
-    /// version), then stages the version, checks it fully and moves
-    /// `current` and `lkg` to it.
+    /// requests through ([`SETTLE_AFTER_CHANGE`]), then stages the version,
+    /// checks it fully and moves `current` and `lkg` to it. A `newer`
+    /// version coming meanwhile takes that check over (see
+    /// [`Core::leave_check_to_newer`]).
     pub(super) async fn apply_at_runtime(
         &mut self,
         desired: &Desired,
@@ -173,10 +199,19 @@ impl Core {
         )
         .await;
         phases.change = changing.elapsed();
+        let summary = || ops.iter().map(describe).collect::<Vec<_>>().join(", ");
         if executed.is_ok() {
+            self.status.send_modify(|s| {
+                s.runtime_ops += ops.len() as u64;
+                s.live_generation = Some(desired.generation);
+            });
             let settling = Instant::now();
-            settle(newer, SETTLE_AFTER_CHANGE).await;
+            let settled = unless_newer(newer, tokio::time::sleep(SETTLE_AFTER_CHANGE)).await;
             phases.settle = settling.elapsed();
+            if settled.is_none() && self.may_leave_check() {
+                self.leave_check_to_newer(desired);
+                return Ok(AtRuntime::CheckLeftToNewer(summary()));
+            }
         }
         let version = match self.stage_timed(desired, phases) {
             Ok(version) => version,
@@ -202,17 +237,77 @@ impl Core {
             let reason = format!("runtime change failed: {e}");
             return Ok(AtRuntime::ReloadInstead { version, reason });
         }
-        self.status
-            .send_modify(|s| s.runtime_ops += ops.len() as u64);
-        let checked = self.check_version(version, desired, phases, Awaited::ByNothing);
-        if let Err(refused) = checked.await {
+        let may_leave = self.may_leave_check();
+        let checking = self.check_version(version, desired, phases, Awaited::ByNothing);
+        let checked = if may_leave {
+            unless_newer(newer, checking).await
+        } else {
+            Some(checking.await)
+        };
+        let Some(checked) = checked else {
+            // The check ended with its future: `haproxy -c` is killed.
+            self.leave_check_to_newer(desired);
+            return Ok(AtRuntime::CheckLeftToNewer(summary()));
+        };
+        if let Err(refused) = checked {
             warn!("the full check refuses the tree of a runtime change ({refused}); undoing it");
             self.undo(desired).await;
             return Err(refused);
         }
         self.publish_good(version, desired)?;
-        let summary = ops.iter().map(describe).collect::<Vec<_>>().join(", ");
-        Ok(AtRuntime::Applied(summary))
+        Ok(AtRuntime::Applied(summary()))
+    }
+
+    /// Whether a newer version may take over the full check of this one:
+    /// while no change has been left unchecked for [`UNCHECKED_AT_MOST`].
+    fn may_leave_check(&self) -> bool {
+        (self.unchecked.as_ref()).is_none_or(|u| u.since.elapsed() < UNCHECKED_AT_MOST)
+    }
+
+    /// `desired`, live, is what HAProxy runs; its tree is checked with the
+    /// newer version's, which holds it too. `current` keeps naming the last
+    /// checked version, which a refused check takes HAProxy back to.
+    fn leave_check_to_newer(&mut self, desired: &Desired) {
+        if self.unchecked.is_none() {
+            self.unchecked = Some(Unchecked {
+                checked: self.running.clone(),
+                since: Instant::now(),
+            });
+        }
+        self.set_running(Running::of(desired));
+    }
+
+    /// After a version was refused while runtime changes left unchecked are
+    /// live: checks the tree of what runs now, and takes HAProxy back to the
+    /// last checked version if it is refused.
+    pub(super) async fn check_what_runs(&mut self) {
+        if self.unchecked.is_none() {
+            return;
+        }
+        let running = self.running.as_desired();
+        let generation = running.generation.get();
+        let mut phases = Phases::beginning(Instant::now());
+        let checked = match self.stage_timed(&running, &mut phases) {
+            Ok(version) => self
+                .check_version(version, &running, &mut phases, Awaited::ByNothing)
+                .await
+                .and_then(|()| self.publish_good(version, &running)),
+            Err(unstaged) => Err(unstaged),
+        };
+        match checked {
+            Ok(()) => info!(generation, "the full check of the running version passed"),
+            Err(refused) => {
+                warn!(
+                    generation,
+                    "the full check refuses the running version ({refused}); undoing its runtime changes"
+                );
+                if let Some(unchecked) = self.unchecked.take() {
+                    self.set_running(unchecked.checked);
+                }
+                self.undo(&running).await;
+                self.publish_running();
+            }
+        }
     }
 
     /// hawser's own checks of what runtime commands will change, made in
@@ -341,8 +436,9 @@ impl Core {
     }
 
     /// Takes HAProxy back to the running version after a runtime change to
-    /// `desired`: by runtime commands, or by reloading `current`, which
-    /// still names the running version.
+    /// `desired`: by runtime commands, or by reloading `current` (which
+    /// names the running version, or the last checked one while a change is
+    /// left unchecked: drift repair then brings the running one back).
     async fn undo(&mut self, desired: &Desired) {
         if let Decision::Runtime(ops) = decide(desired.view(), self.running.view()) {
             let undone = runtime_ops::execute(

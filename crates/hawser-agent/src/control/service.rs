@@ -19,6 +19,7 @@ use super::epoch::EpochFile;
 use super::held::{ContentError, Held, HeldView};
 use super::state::{Identity, result, state};
 use crate::agent::{AgentHandle, Desired};
+use crate::status::{AgentStatus, ApplyOutcome};
 use crate::tree::TreeStore;
 
 /// Re-checks the client's certificate chain (as presented when its
@@ -34,7 +35,8 @@ pub struct ControlConfig {
     pub render_settings: BTreeMap<String, String>,
     /// Where the highest accepted leader epoch is kept.
     pub epoch_file: PathBuf,
-    /// How long an Apply waits for its outcome before answering `scheduled`.
+    /// How long an Apply waits for its outcome (or its change live at runtime)
+    /// before answering `scheduled`.
     pub apply_wait: Duration,
     pub peer_check: PeerCheck,
 }
@@ -244,23 +246,49 @@ impl ControlService {
             "apply accepted"
         );
         let mut outcomes = self.agent.outcomes();
+        let mut status = self.agent.status();
         self.agent.submit(Desired {
             generation: Generation::new(generation),
             files: files.into(),
             plan: plan.into(),
         });
+        let is_live = |status: &AgentStatus| {
+            status
+                .live_generation
+                .is_some_and(|live| live.get() >= generation)
+        };
         let waited = tokio::time::timeout(self.apply_wait, async {
             loop {
-                match outcomes.recv().await {
-                    Ok(outcome) if outcome.generation.get() >= generation => return Some(outcome),
-                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-                    Err(broadcast::error::RecvError::Closed) => return None,
+                tokio::select! {
+                    received = outcomes.recv() => match received {
+                        Ok(outcome) if outcome.generation.get() >= generation => {
+                            return Some(Answer::Outcome(outcome));
+                        }
+                        Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                        Err(broadcast::error::RecvError::Closed) => return None,
+                    },
+                    changed = status.changed() => {
+                        if changed.is_err() {
+                            return None;
+                        }
+                        if is_live(&status.borrow_and_update()) {
+                            return Some(Answer::Live);
+                        }
+                    }
                 }
             }
         })
         .await;
         let result = match waited {
-            Ok(Some(outcome)) => result(&outcome),
+            Ok(Some(Answer::Outcome(outcome))) => result(&outcome),
+            Ok(Some(Answer::Live)) => v1::ApplyResult {
+                generation,
+                outcome: v1::Outcome::Runtime.into(),
+                message: "live through the runtime API; the full check of its tree follows, \
+                          and the state reports its end"
+                    .into(),
+                duration_ms: u64::try_from(received.elapsed().as_millis()).unwrap_or(u64::MAX),
+            },
             _ => v1::ApplyResult {
                 generation,
                 outcome: v1::Outcome::Scheduled.into(),
@@ -283,6 +311,15 @@ impl ControlService {
             fenced.epoch.get(),
         )
     }
+}
+
+/// What an Apply answers on: the version's outcome, or its change live at
+/// runtime before the full check of its tree ended (the controller's next
+/// version need not wait for that check: the agent leaves it to the next
+/// version, whose tree holds this change too).
+enum Answer {
+    Outcome(ApplyOutcome),
+    Live,
 }
 
 /// Refuses malformed requests before anything is looked at.

@@ -13,6 +13,7 @@
 mod hostile_configs;
 
 mod attach;
+mod check_left_to_newer;
 mod common;
 mod policy_corpus;
 mod process;

@@ -18,12 +18,12 @@ use hawser_plan::{
 
 use crate::common::{TIMEOUT, config_head, free_port, get_body, haproxy};
 
-const MAP: &str = "maps/answers.map";
+pub(crate) const MAP: &str = "maps/answers.map";
 
 /// A version answering each path with its value in the answers map.
 /// `extra` is appended to haproxy.cfg; the plan's structure digest stays
 /// the same, so the agent takes any change of the map as runtime-only.
-fn version(
+pub(crate) fn version(
     paths: &AgentPaths,
     generation: Generation,
     port: u16,
@@ -54,7 +54,9 @@ fn version(
     }
 }
 
-async fn outcome(outcomes: &mut tokio::sync::broadcast::Receiver<ApplyOutcome>) -> ApplyOutcome {
+pub(crate) async fn outcome(
+    outcomes: &mut tokio::sync::broadcast::Receiver<ApplyOutcome>,
+) -> ApplyOutcome {
     tokio::time::timeout(TIMEOUT, outcomes.recv())
         .await
         .expect("an outcome in time")
@@ -62,7 +64,7 @@ async fn outcome(outcomes: &mut tokio::sync::broadcast::Receiver<ApplyOutcome>) 
 }
 
 /// An agent that starts HAProxy itself, on a state directory of its own.
-async fn start() -> (tempfile::TempDir, AgentPaths, Agent) {
+pub(crate) async fn start() -> (tempfile::TempDir, AgentPaths, Agent) {
     let state = tempfile::tempdir().expect("state dir");
     let paths = AgentPaths::new(state.path());
     let agent = Agent::start(AgentConfig::new(paths.clone(), haproxy()))
@@ -71,7 +73,7 @@ async fn start() -> (tempfile::TempDir, AgentPaths, Agent) {
     (state, paths, agent)
 }
 
-fn expect_rejected(outcome: ApplyOutcome, mentioning: &str) {
+pub(crate) fn expect_rejected(outcome: ApplyOutcome, mentioning: &str) {
     assert_eq!(outcome.kind, ApplyKind::Rejected, "{outcome:?}");
     assert!(
         outcome

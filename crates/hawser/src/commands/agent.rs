@@ -32,7 +32,8 @@ use crate::cli::{AgentArgs, AgentCommand, AgentServeArgs};
 const TLS_POLL: Duration = Duration::from_secs(5);
 /// How long the control server's calls may finish after SIGTERM/SIGINT.
 const CONTROL_DRAIN: Duration = Duration::from_secs(2);
-/// How long an Apply waits for its outcome before answering `scheduled`.
+/// How long an Apply waits for its outcome (or its change live at runtime)
+/// before answering `scheduled`.
 const APPLY_WAIT: Duration = Duration::from_secs(30);
 
 pub async fn run(args: &AgentArgs) -> anyhow::Result<ExitCode> {

@@ -1,5 +1,5 @@
 //! What a configuration that passed the config policy is judged against,
-//! and how long the staging of a runtime change waits.
+//! and what ends a step of a runtime change early.
 
 use hawser_plan::FileKind;
 
@@ -37,10 +37,11 @@ fn a_passed_configuration_is_the_reference_while_the_files_it_read_stay() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn the_settle_after_a_runtime_change_ends_when_a_newer_version_comes() {
+async fn a_step_of_a_runtime_change_ends_when_a_newer_version_comes() {
     let (submit, newer) = watch::channel(None);
+    let settle = || tokio::time::sleep(SETTLE_AFTER_CHANGE);
     let began = Instant::now();
-    settle(&newer, SETTLE_AFTER_CHANGE).await;
+    assert_eq!(unless_newer(&newer, settle()).await, Some(()));
     assert_eq!(
         began.elapsed(),
         SETTLE_AFTER_CHANGE,
@@ -50,21 +51,21 @@ async fn the_settle_after_a_runtime_change_ends_when_a_newer_version_comes() {
     let began = Instant::now();
     let waiting = tokio::spawn({
         let newer = newer.clone();
-        async move { settle(&newer, SETTLE_AFTER_CHANGE).await }
+        async move { unless_newer(&newer, tokio::time::sleep(SETTLE_AFTER_CHANGE)).await }
     });
     tokio::time::sleep(Duration::from_millis(3)).await;
     submit.send(None).expect("the agent listens");
-    waiting.await.expect("settled");
     assert_eq!(
-        began.elapsed(),
-        Duration::from_millis(3),
+        waiting.await.expect("settled"),
+        None,
         "a newer version ends it"
     );
+    assert_eq!(began.elapsed(), Duration::from_millis(3));
     // The version that ended it is still to be seen by the agent's loop.
     assert!(newer.has_changed().expect("open"));
 
-    // One already waiting when the settle begins ends it at once.
+    // One already waiting when the step begins ends it at once.
     let began = Instant::now();
-    settle(&newer, SETTLE_AFTER_CHANGE).await;
+    assert_eq!(unless_newer(&newer, settle()).await, None);
     assert_eq!(began.elapsed(), Duration::ZERO);
 }
