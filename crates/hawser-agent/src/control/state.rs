@@ -19,10 +19,15 @@ pub struct Identity {
 
 pub fn state(identity: &Identity, status: &AgentStatus, held: &HeldView, epoch: u64) -> v1::State {
     let applied = status.applied_generation.map_or(0, Generation::get);
+    // Decided, or live at runtime with its check under way: either way not
+    // waiting for a reload slot.
     let decided = status
         .last_outcome
         .as_ref()
-        .is_some_and(|o| o.generation.get() >= held.generation);
+        .is_some_and(|o| o.generation.get() >= held.generation)
+        || status
+            .live_generation
+            .is_some_and(|live| live.get() >= held.generation);
     v1::State {
         agent: identity.agent.clone(),
         instance: identity.instance.clone(),

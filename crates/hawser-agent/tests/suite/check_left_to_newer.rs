@@ -42,8 +42,9 @@ fn slow_to_check(
         "backend slow\n  http-request set-var(txn.slow) path,map({SLOW_MAP},none)\n{extra}"
     );
     let mut desired = version(paths, generation, port, answer, &extra);
-    let entries: String = (0..200_000).map(|i| format!("/k{i} v{i}\n")).collect();
-    Arc::make_mut(&mut desired.files).insert(SLOW_MAP, FileKind::Map, entries);
+    static ENTRIES: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let entries = ENTRIES.get_or_init(|| (0..200_000).map(|i| format!("/k{i} v{i}\n")).collect());
+    Arc::make_mut(&mut desired.files).insert(SLOW_MAP, FileKind::Map, entries.as_str());
     desired
 }
 
@@ -231,6 +232,60 @@ async fn a_refused_check_takes_haproxy_back_to_the_last_version_one_passed() {
     behind.stop().await;
 }
 
+#[tokio::test]
+async fn in_a_stream_of_versions_a_check_is_made_to_its_end_within_a_second() {
+    let (_state, paths, agent) = start().await;
+    let handle = agent.handle();
+    let mut outcomes = handle.outcomes();
+    let port = free_port();
+    let mut generation = handle.next_generation();
+    handle.submit(slow_to_check(&paths, generation, port, "v0", ""));
+    assert_eq!(outcome(&mut outcomes).await.kind, ApplyKind::Reload);
+    let first = current(&paths);
+
+    // A version every 40 ms or so for 2.5 s: each comes while the one
+    // before is settled, staged or checked.
+    const VERSIONS: usize = 62;
+    let last = (0..VERSIONS).fold(generation, |g, _| g.next());
+    let collected = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        loop {
+            match outcomes.recv().await {
+                Ok(outcome) if outcome.generation == last => return seen,
+                Ok(outcome) => seen.push(outcome),
+                Err(broadcast::error::RecvError::Lagged(_)) => {}
+                Err(broadcast::error::RecvError::Closed) => panic!("the agent stopped"),
+            }
+        }
+    });
+    let mut moved_during_the_stream = false;
+    for index in 1..=VERSIONS {
+        generation = generation.next();
+        let answer = format!("v{index}");
+        handle.submit(slow_to_check(&paths, generation, port, &answer, ""));
+        tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+        moved_during_the_stream |= current(&paths) != first;
+    }
+    let seen = tokio::time::timeout(TIMEOUT, collected)
+        .await
+        .expect("the last version applied in time")
+        .expect("outcomes");
+    agent.shutdown().await.expect("shutdown");
+
+    assert!(
+        moved_during_the_stream,
+        "a check was made to its end during the stream: {:?}",
+        seen.iter()
+            .map(|o| (o.generation, &o.summary))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        seen.iter()
+            .any(|o| o.summary.contains("left to a newer version")),
+        "checks were left to newer versions too"
+    );
+}
+
 /// An Apply over the controller contract, of a whole version.
 fn apply_request(desired: &Desired, expected: u64) -> v1::ApplyRequest {
     let plan = encode(&desired.plan).expect("the plan encodes");
@@ -313,10 +368,15 @@ async fn an_apply_is_answered_once_its_change_is_live_before_its_check_ends() {
     let result = answer.result.unwrap();
     assert_eq!(result.outcome(), v1::Outcome::Runtime, "{result:?}");
     assert!(result.message.contains("live"), "{result:?}");
+    let state = answer.state.unwrap();
     assert_eq!(
-        answer.state.unwrap().applied_generation,
+        state.applied_generation,
         first.get(),
         "answered before the full check of the second version's tree ended"
+    );
+    assert!(
+        !state.reload_pending,
+        "live, not waiting for a reload: {state:?}"
     );
     assert_eq!(get_body(port, "/x").await, "mid");
 
