@@ -140,6 +140,12 @@ impl AgentStatus {
         }
     }
 
+    /// Whether `generation` (or a newer one) is live at runtime.
+    pub fn is_live(&self, generation: u64) -> bool {
+        self.live_generation
+            .is_some_and(|live| live.get() >= generation)
+    }
+
     /// Ready means a rendered, verified configuration is serving.
     pub fn is_ready(&self) -> bool {
         self.phase == Phase::Serving

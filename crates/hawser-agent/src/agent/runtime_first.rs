@@ -200,6 +200,7 @@ impl Core {
         .await;
         phases.change = changing.elapsed();
         let summary = || ops.iter().map(describe).collect::<Vec<_>>().join(", ");
+        let may_leave = self.may_leave_check();
         if executed.is_ok() {
             self.status.send_modify(|s| {
                 s.runtime_ops += ops.len() as u64;
@@ -208,7 +209,7 @@ impl Core {
             let settling = Instant::now();
             let settled = unless_newer(newer, tokio::time::sleep(SETTLE_AFTER_CHANGE)).await;
             phases.settle = settling.elapsed();
-            if settled.is_none() && self.may_leave_check() {
+            if settled.is_none() && may_leave {
                 self.leave_check_to_newer(desired);
                 return Ok(AtRuntime::CheckLeftToNewer(summary()));
             }
@@ -237,7 +238,6 @@ impl Core {
             let reason = format!("runtime change failed: {e}");
             return Ok(AtRuntime::ReloadInstead { version, reason });
         }
-        let may_leave = self.may_leave_check();
         let checking = self.check_version(version, desired, phases, Awaited::ByNothing);
         let checked = if may_leave {
             unless_newer(newer, checking).await

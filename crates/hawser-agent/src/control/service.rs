@@ -19,7 +19,7 @@ use super::epoch::EpochFile;
 use super::held::{ContentError, Held, HeldView};
 use super::state::{Identity, result, state};
 use crate::agent::{AgentHandle, Desired};
-use crate::status::{AgentStatus, ApplyOutcome};
+use crate::status::ApplyOutcome;
 use crate::tree::TreeStore;
 
 /// Re-checks the client's certificate chain (as presented when its
@@ -252,11 +252,6 @@ impl ControlService {
             files: files.into(),
             plan: plan.into(),
         });
-        let is_live = |status: &AgentStatus| {
-            status
-                .live_generation
-                .is_some_and(|live| live.get() >= generation)
-        };
         let waited = tokio::time::timeout(self.apply_wait, async {
             loop {
                 tokio::select! {
@@ -271,7 +266,7 @@ impl ControlService {
                         if changed.is_err() {
                             return None;
                         }
-                        if is_live(&status.borrow_and_update()) {
+                        if status.borrow_and_update().is_live(generation) {
                             return Some(Answer::Live);
                         }
                     }

@@ -25,9 +25,7 @@ pub fn state(identity: &Identity, status: &AgentStatus, held: &HeldView, epoch: 
         .last_outcome
         .as_ref()
         .is_some_and(|o| o.generation.get() >= held.generation)
-        || status
-            .live_generation
-            .is_some_and(|live| live.get() >= held.generation);
+        || status.is_live(held.generation);
     v1::State {
         agent: identity.agent.clone(),
         instance: identity.instance.clone(),

@@ -51,7 +51,7 @@ async fn a_step_of_a_runtime_change_ends_when_a_newer_version_comes() {
     let began = Instant::now();
     let waiting = tokio::spawn({
         let newer = newer.clone();
-        async move { unless_newer(&newer, tokio::time::sleep(SETTLE_AFTER_CHANGE)).await }
+        async move { unless_newer(&newer, settle()).await }
     });
     tokio::time::sleep(Duration::from_millis(3)).await;
     submit.send(None).expect("the agent listens");
