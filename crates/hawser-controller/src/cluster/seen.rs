@@ -42,8 +42,15 @@ pub struct Cluster {
     watches: BTreeMap<Scope, WatchStatus>,
     /// Secrets held without their data.
     dropped: BTreeSet<ObjectKey>,
-    /// Secrets referred to: by Ingresses, and the kept ones.
-    referenced: BTreeSet<ObjectKey>,
+    /// How many objects refer to each Secret (kept ones aside), and what
+    /// each object refers to: kept up to date object by object, since a
+    /// walk of every Ingress on every change cost more than the render of
+    /// one.
+    referrers: BTreeMap<ObjectKey, usize>,
+    refers: BTreeMap<ObjectRef, Vec<ObjectKey>>,
+    /// Secrets whose referrers changed since the data was last settled
+    /// ([`Cluster::settle_references`]).
+    unsettled: BTreeSet<ObjectKey>,
     kept: BTreeSet<ObjectKey>,
     fetching: BTreeSet<ObjectKey>,
     fetch_failures: BTreeMap<ObjectKey, String>,
@@ -62,7 +69,9 @@ impl Cluster {
                 .map(|scope| (scope, WatchStatus::default()))
                 .collect(),
             dropped: BTreeSet::new(),
-            referenced: kept.clone(),
+            referrers: BTreeMap::new(),
+            refers: BTreeMap::new(),
+            unsettled: BTreeSet::new(),
             kept,
             fetching: BTreeSet::new(),
             fetch_failures: BTreeMap::new(),
@@ -85,7 +94,7 @@ impl Cluster {
                 match result {
                     Ok(Some(secret)) => {
                         self.fetch_failures.remove(&key);
-                        if self.dropped.contains(&key) && self.referenced.contains(&key) {
+                        if self.dropped.contains(&key) && self.is_referenced(&key) {
                             self.dropped.remove(&key);
                             let object_ref = ObjectRef::new(Kind::Secret, key);
                             self.touched.insert(object_ref.clone());
@@ -115,9 +124,8 @@ impl Cluster {
             Change::Listed(item) => match self.relists.get_mut(&scope) {
                 Some(listed) => listed.push(item),
                 None => {
-                    if self.store(item, effect) {
-                        self.update_references(effect);
-                    }
+                    self.store(item, effect);
+                    self.settle_references(effect);
                 }
             },
             Change::ListDone => {
@@ -131,21 +139,18 @@ impl Cluster {
                     .filter(|o| covered(o) && !present.contains(o))
                     .cloned()
                     .collect();
-                // References are recomputed once, after the whole list: a
+                // References are settled once, after the whole list: a
                 // Secret still referred to keeps its data throughout.
-                let mut ingresses = false;
                 for object in gone {
-                    ingresses |= self.remove(&object, effect);
+                    self.remove(&object, effect);
                 }
                 for item in listed {
-                    ingresses |= self.store(item, effect);
+                    self.store(item, effect);
                 }
                 let watch = self.watch(&scope);
                 watch.synced = true;
                 watch.last_error = None;
-                if ingresses {
-                    self.update_references(effect);
-                }
+                self.settle_references(effect);
                 if refers_to_secrets(scope.kind) && self.ingresses_synced() {
                     self.drop_unreferenced_data();
                 }
@@ -153,14 +158,12 @@ impl Cluster {
                 effect.changed = true;
             }
             Change::Applied(item) => {
-                if self.store(item, effect) {
-                    self.update_references(effect);
-                }
+                self.store(item, effect);
+                self.settle_references(effect);
             }
             Change::Deleted(object) => {
-                if self.remove(&object, effect) {
-                    self.update_references(effect);
-                }
+                self.remove(&object, effect);
+                self.settle_references(effect);
             }
             Change::Failed(error) => {
                 let watch = self.watch(&scope);
@@ -186,9 +189,8 @@ impl Cluster {
         self.watches.entry(scope.clone()).or_default()
     }
 
-    /// Stores one object (or its problem); whether an Ingress changed, so
-    /// that the references need a look.
-    fn store(&mut self, item: Item, effect: &mut Effect) -> bool {
+    /// Stores one object (or its problem), with the Secrets it refers to.
+    fn store(&mut self, item: Item, effect: &mut Effect) {
         match item {
             Item::Object(mut object) => {
                 let object_ref = object.object_ref();
@@ -198,45 +200,76 @@ impl Cluster {
                 // dropped and read again one Secret at a time.
                 let references_known = self.ingresses_synced();
                 if let Object::Secret(secret) = &mut object {
-                    if self.referenced.contains(&secret.key) || !references_known {
+                    if self.is_referenced(&secret.key) || !references_known {
                         self.dropped.remove(&secret.key);
                     } else {
                         secret.drop_data();
                         self.dropped.insert(secret.key.clone());
                     }
                 }
-                let is_ingress = refers_to_secrets(object_ref.kind);
                 // An update that changes nothing hawser keeps (a status
                 // write, hawser's own included) renders nothing.
                 if was_malformed || self.objects.get(&object_ref) != Some(&object) {
                     effect.changed = true;
                 }
+                self.refer(&object_ref, secrets_named_by(&object));
                 // Touched even when equal: whether a Secret is held
                 // without data may have changed alone.
                 self.touched.insert(object_ref.clone());
                 self.objects.insert(object_ref, object);
-                is_ingress
             }
             Item::Malformed { object, reason } => {
                 effect.changed = true;
-                let removed = self.remove(&object, effect);
+                self.remove(&object, effect);
                 self.malformed.insert(object, reason);
-                removed
             }
         }
     }
 
-    /// Removes one object (or its problem); whether an Ingress went.
-    fn remove(&mut self, object: &ObjectRef, effect: &mut Effect) -> bool {
+    /// Removes one object (or its problem), and what it referred to.
+    fn remove(&mut self, object: &ObjectRef, effect: &mut Effect) {
         effect.changed = true;
         self.malformed.remove(object);
-        let removed = self.objects.remove(object).is_some();
+        self.objects.remove(object);
+        self.refer(object, Vec::new());
         self.touched.insert(object.clone());
         if object.kind == Kind::Secret {
             self.dropped.remove(&object.key);
             self.fetch_failures.remove(&object.key);
         }
-        removed && refers_to_secrets(object.kind)
+    }
+
+    /// Whether a Secret's data is kept: an object refers to it, or the
+    /// options keep it.
+    fn is_referenced(&self, key: &ObjectKey) -> bool {
+        self.kept.contains(key) || self.referrers.contains_key(key)
+    }
+
+    /// Notes that `by` now refers to the Secrets `now` (sorted, each once):
+    /// the counts change at once, the data when settled.
+    fn refer(&mut self, by: &ObjectRef, now: Vec<ObjectKey>) {
+        let before = if now.is_empty() {
+            self.refers.remove(by)
+        } else {
+            self.refers.insert(by.clone(), now.clone())
+        };
+        let before = before.unwrap_or_default();
+        if before == now {
+            return;
+        }
+        for key in before {
+            if let Some(count) = self.referrers.get_mut(&key) {
+                *count -= 1;
+                if *count == 0 {
+                    self.referrers.remove(&key);
+                }
+            }
+            self.unsettled.insert(key);
+        }
+        for key in now {
+            *self.referrers.entry(key.clone()).or_default() += 1;
+            self.unsettled.insert(key);
+        }
     }
 
     /// Every watch of the kinds that refer to Secrets has listed.
@@ -251,7 +284,7 @@ impl Cluster {
     fn drop_unreferenced_data(&mut self) {
         for (object_ref, object) in &mut self.objects {
             if let Object::Secret(secret) = object
-                && !self.referenced.contains(&secret.key)
+                && !(self.kept.contains(&secret.key) || self.referrers.contains_key(&secret.key))
             {
                 secret.drop_data();
                 self.dropped.insert(secret.key.clone());
@@ -260,84 +293,26 @@ impl Cluster {
         }
     }
 
-    /// Recomputes the Secrets referred to; drops the data of those no longer
-    /// referred to, and asks for those newly referred to whose data was
-    /// dropped.
-    fn update_references(&mut self, effect: &mut Effect) {
-        let mut referenced = self.kept.clone();
-        // Ingress is the first kind in the map's order: only they are read.
-        let ingresses = self
-            .objects
-            .iter()
-            .take_while(|(object, _)| object.kind == Kind::Ingress);
-        for (_, object) in ingresses {
-            if let Object::Ingress(ingress) = object {
-                referenced.extend(ingress.tls.iter().filter_map(|tls| {
-                    tls.secret_name
-                        .as_ref()
-                        .map(|name| ObjectKey::new(&ingress.key.namespace, name))
-                }));
-                // The users of its basic authentication, the CAs of its
-                // client certificates and its pods, in any annotation dialect.
-                let namespace = &ingress.key.namespace;
-                referenced.extend(
-                    named_secrets(&ingress.annotations, Target::Ingress, namespace)
-                        .iter()
-                        .map(|name| ObjectKey::new(namespace, name)),
-                );
+    /// Settles the data of the Secrets whose referrers changed: drops the
+    /// data of those no longer referred to, and asks for those newly
+    /// referred to whose data was dropped.
+    fn settle_references(&mut self, effect: &mut Effect) {
+        for key in std::mem::take(&mut self.unsettled) {
+            if self.is_referenced(&key) {
+                if self.dropped.contains(&key) && self.fetching.insert(key.clone()) {
+                    effect.fetch.push(key);
+                }
+                continue;
             }
-        }
-        // The CAs Services verify their pods with.
-        let first_service = ObjectRef::new(Kind::Service, ObjectKey::new("", ""));
-        let services = self
-            .objects
-            .range(first_service..)
-            .take_while(|(object, _)| object.kind == Kind::Service);
-        for (_, object) in services {
-            if let Object::Service(service) = object {
-                let namespace = &service.key.namespace;
-                referenced.extend(
-                    named_secrets(&service.annotations, Target::Service, namespace)
-                        .iter()
-                        .map(|name| ObjectKey::new(namespace, name)),
-                );
-            }
-        }
-        // Gateways' listener certificates, wherever they are (a grant is
-        // checked when the Gateway is programmed, not here).
-        let first_gateway = ObjectRef::new(Kind::Gateway, ObjectKey::new("", ""));
-        let gateways = self
-            .objects
-            .range(first_gateway..)
-            .take_while(|(object, _)| object.kind == Kind::Gateway);
-        for (_, object) in gateways {
-            if let Object::Gateway(gateway) = object {
-                let refs = gateway
-                    .listeners
-                    .iter()
-                    .filter_map(|l| l.tls.as_ref())
-                    .flat_map(|tls| &tls.certificate_refs)
-                    .filter(|r| r.group.is_empty() && r.kind == "Secret");
-                referenced.extend(refs.map(|r| {
-                    let namespace = r.namespace.as_deref().unwrap_or(&gateway.key.namespace);
-                    ObjectKey::new(namespace, &r.name)
-                }));
-            }
-        }
-        for key in self.referenced.difference(&referenced) {
-            let object_ref = ObjectRef::new(Kind::Secret, key.clone());
-            if let Some(Object::Secret(secret)) = self.objects.get_mut(&object_ref) {
+            let object_ref = ObjectRef::new(Kind::Secret, key);
+            if let Some(Object::Secret(secret)) = self.objects.get_mut(&object_ref)
+                && !self.dropped.contains(&object_ref.key)
+            {
                 secret.drop_data();
-                self.dropped.insert(key.clone());
+                self.dropped.insert(object_ref.key.clone());
                 self.touched.insert(object_ref);
             }
         }
-        for key in referenced.difference(&self.referenced) {
-            if self.dropped.contains(key) && self.fetching.insert(key.clone()) {
-                effect.fetch.push(key.clone());
-            }
-        }
-        self.referenced = referenced;
     }
 
     /// The store to render, and what could not be used.
@@ -387,6 +362,55 @@ impl Cluster {
                 .count(),
         }
     }
+}
+
+/// The Secrets an object names, whose data is kept (sorted, each once): an
+/// Ingress's TLS Secrets and those of its annotations (the users of its
+/// basic authentication, the CAs of its client certificates and its pods,
+/// in any annotation dialect), the CAs a Service verifies its pods with, a
+/// Gateway's listener certificates wherever they are (a grant is checked
+/// when the Gateway is programmed, not here).
+fn secrets_named_by(object: &Object) -> Vec<ObjectKey> {
+    let mut named: BTreeSet<ObjectKey> = BTreeSet::new();
+    match object {
+        Object::Ingress(ingress) => {
+            let namespace = &ingress.key.namespace;
+            named.extend(
+                ingress
+                    .tls
+                    .iter()
+                    .filter_map(|tls| tls.secret_name.as_ref())
+                    .map(|name| ObjectKey::new(namespace, name)),
+            );
+            named.extend(
+                named_secrets(&ingress.annotations, Target::Ingress, namespace)
+                    .iter()
+                    .map(|name| ObjectKey::new(namespace, name)),
+            );
+        }
+        Object::Service(service) => {
+            let namespace = &service.key.namespace;
+            named.extend(
+                named_secrets(&service.annotations, Target::Service, namespace)
+                    .iter()
+                    .map(|name| ObjectKey::new(namespace, name)),
+            );
+        }
+        Object::Gateway(gateway) => {
+            let refs = gateway
+                .listeners
+                .iter()
+                .filter_map(|l| l.tls.as_ref())
+                .flat_map(|tls| &tls.certificate_refs)
+                .filter(|r| r.group.is_empty() && r.kind == "Secret");
+            named.extend(refs.map(|r| {
+                let namespace = r.namespace.as_deref().unwrap_or(&gateway.key.namespace);
+                ObjectKey::new(namespace, &r.name)
+            }));
+        }
+        _ => {}
+    }
+    named.into_iter().collect()
 }
 
 /// Kinds whose objects name Secrets whose data is kept.

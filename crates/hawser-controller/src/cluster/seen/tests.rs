@@ -271,8 +271,50 @@ fn rebuilt(cluster: &Cluster) -> Store {
     store
 }
 
+/// The Secrets referred to as they used to be found: every object walked.
+fn referenced_anew(cluster: &Cluster) -> BTreeSet<ObjectKey> {
+    let mut referenced = cluster.kept.clone();
+    for object in cluster.objects.values() {
+        referenced.extend(secrets_named_by(object));
+    }
+    referenced
+}
+
+/// What references promise, after every message: the counts kept object by
+/// object say what a walk of every object says; a Secret referred to has
+/// its data or is being read; once references are known, one that is not
+/// has none.
+fn assert_references_hold(cluster: &Cluster, step: usize) {
+    let referenced = referenced_anew(cluster);
+    let names = ["a", "b", "c", "d"].map(|name| ObjectKey::new("app", name));
+    for key in &names {
+        assert_eq!(
+            cluster.is_referenced(key),
+            referenced.contains(key),
+            "step {step}: {key}"
+        );
+        if !cluster
+            .objects
+            .contains_key(&ObjectRef::new(Kind::Secret, key.clone()))
+        {
+            continue;
+        }
+        if referenced.contains(key) {
+            assert!(
+                !cluster.dropped.contains(key) || cluster.fetching.contains(key),
+                "step {step}: {key} is referred to, without its data and not being read"
+            );
+        } else if cluster.ingresses_synced() {
+            assert!(
+                cluster.dropped.contains(key),
+                "step {step}: {key} is referred to by nothing and keeps its data"
+            );
+        }
+    }
+}
+
 #[test]
-fn snapshots_kept_up_to_date_equal_snapshots_built_anew() {
+fn snapshots_and_references_kept_up_to_date_equal_those_built_anew() {
     // splitmix64: the same messages on every run.
     let mut state = 11u64;
     let mut below = |n: u64| {
@@ -324,6 +366,7 @@ fn snapshots_kept_up_to_date_equal_snapshots_built_anew() {
                     })
                     .collect();
                 list(&mut cluster, kind, items);
+                assert_references_hold(&cluster, step);
                 continue;
             }
             _ => {
@@ -338,6 +381,7 @@ fn snapshots_kept_up_to_date_equal_snapshots_built_anew() {
             }
         };
         cluster.apply(message);
+        assert_references_hold(&cluster, step);
     }
     let (store, _) = cluster.snapshot();
     assert_eq!(format!("{store:#?}"), format!("{:#?}", rebuilt(&cluster)));
