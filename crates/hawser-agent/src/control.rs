@@ -22,4 +22,5 @@ mod service;
 mod state;
 
 pub use epoch::EpochFile;
+pub use held::{ContentError, Held};
 pub use service::{ControlConfig, ControlService, PeerCheck};

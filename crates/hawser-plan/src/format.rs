@@ -20,7 +20,9 @@ use serde::Serialize;
 
 use std::sync::Arc;
 
-use crate::{BackendPlan, CertificatePlan, CrtListPlan, FileSet, MapEntry, MatchKind, Plan};
+use crate::{
+    BackendPlan, CertificatePlan, CrtListPlan, FileSet, MapEntry, MapPlan, MatchKind, Plan,
+};
 
 /// The format this build writes, and the newest it reads.
 pub const PLAN_FORMAT: u32 = 3;
@@ -104,52 +106,128 @@ struct WireMap<'a> {
 /// The plan in `bytes`, encoded in `format`, with the version's `files`
 /// (from format 3, its maps' entries are read from their files).
 pub fn decode(format: u32, bytes: &[u8], files: &FileSet) -> Result<Plan, PlanFormatError> {
-    if !reads_format(format) {
-        return Err(PlanFormatError::Unknown { received: format });
-    }
-    let mut plan: Plan = serde_json::from_slice(bytes)
-        .map_err(|source| PlanFormatError::Malformed { format, source })?;
+    let mut plan = parse(format, bytes)?;
     if format >= 3 {
-        entries_from_files(&mut plan, files)?;
+        for map in &mut plan.maps {
+            read_entries(map, files)?;
+        }
     }
     Ok(plan)
 }
 
-/// Fills each map's entries from its file, which must read back exactly as
-/// those entries (one `key value` a line), and checks a twin holds the same.
-fn entries_from_files(plan: &mut Plan, files: &FileSet) -> Result<(), PlanFormatError> {
+/// What [`decode_after`] may take from the version before instead of
+/// reading it again.
+#[derive(Debug, Clone, Copy)]
+pub struct Earlier<'a> {
+    /// That version's plan, its maps' entries included.
+    pub plan: &'a Plan,
+    /// The bytes decoded now are those `plan` was decoded from.
+    pub same_bytes: bool,
+}
+
+/// As [`decode`], for a version that follows `earlier`: `unchanged(path)`
+/// says whether the file at `path` is, byte for byte, the one `earlier` was
+/// read with. From format 3 a plan whose bytes are `earlier`'s is not parsed
+/// again, and a map whose file and twin are unchanged keeps `earlier`'s
+/// entries, which is what those files read back as. With thousands of
+/// routes or Services, parsing is most of what an Apply costs the agent,
+/// and most changes leave the plan or the route maps as they were.
+pub fn decode_after(
+    format: u32,
+    bytes: &[u8],
+    files: &FileSet,
+    earlier: Earlier<'_>,
+    unchanged: impl Fn(&str) -> bool,
+) -> Result<Plan, PlanFormatError> {
+    if format < 3 {
+        return decode(format, bytes, files);
+    }
+    let mut plan = if earlier.same_bytes {
+        without_entries(earlier.plan)
+    } else {
+        parse(format, bytes)?
+    };
     for map in &mut plan.maps {
-        let refused = |path: &str, reason| PlanFormatError::MapFile {
-            path: path.to_string(),
-            reason,
-        };
-        if !map.entries.is_empty() {
-            return Err(refused(
-                &map.path,
-                "its entries come from its file, not the plan",
-            ));
+        let kept = earlier
+            .plan
+            .maps
+            .iter()
+            .find(|m| m.path == map.path && m.twin == map.twin)
+            .filter(|_| unchanged(&map.path) && map.twin.as_deref().is_none_or(&unchanged));
+        match kept {
+            Some(kept) => map.entries = kept.entries.clone(),
+            None => read_entries(map, files)?,
         }
-        let text = files
-            .text(&map.path)
-            .ok_or_else(|| refused(&map.path, "the version holds no such text file"))?;
-        map.entries = text
-            .split_terminator('\n')
-            .map(|line| {
-                let (key, value) = line.split_once(' ').unwrap_or((line, ""));
-                MapEntry::new(key, value)
+    }
+    Ok(plan)
+}
+
+/// The plan as `bytes` say, without the maps' entries of format 3, which
+/// must not be there.
+fn parse(format: u32, bytes: &[u8]) -> Result<Plan, PlanFormatError> {
+    if !reads_format(format) {
+        return Err(PlanFormatError::Unknown { received: format });
+    }
+    let plan: Plan = serde_json::from_slice(bytes)
+        .map_err(|source| PlanFormatError::Malformed { format, source })?;
+    if format >= 3
+        && let Some(map) = plan.maps.iter().find(|m| !m.entries.is_empty())
+    {
+        return Err(PlanFormatError::MapFile {
+            path: map.path.clone(),
+            reason: "its entries come from its file, not the plan",
+        });
+    }
+    Ok(plan)
+}
+
+/// `plan` as format 3 carries it: its maps without their entries.
+fn without_entries(plan: &Plan) -> Plan {
+    Plan {
+        structure_digest: plan.structure_digest.clone(),
+        backends: plan.backends.clone(),
+        maps: plan
+            .maps
+            .iter()
+            .map(|m| MapPlan {
+                path: m.path.clone(),
+                match_kind: m.match_kind,
+                entries: Vec::new(),
+                twin: m.twin.clone(),
             })
-            .collect();
-        if map.to_file() != text {
-            return Err(refused(
-                &map.path,
-                "the file does not read back as map entries (one `key value` a line)",
-            ));
-        }
-        if let Some(twin) = &map.twin
-            && files.text(twin) != Some(text)
-        {
-            return Err(refused(twin, "a twin must hold the entries of its map"));
-        }
+            .collect(),
+        certificates: plan.certificates.clone(),
+        crt_lists: plan.crt_lists.clone(),
+    }
+}
+
+/// Fills `map`'s entries from its file, which must read back exactly as
+/// those entries (one `key value` a line), and checks a twin holds the same.
+fn read_entries(map: &mut MapPlan, files: &FileSet) -> Result<(), PlanFormatError> {
+    let refused = |path: &str, reason| PlanFormatError::MapFile {
+        path: path.to_string(),
+        reason,
+    };
+    let text = files
+        .text(&map.path)
+        .ok_or_else(|| refused(&map.path, "the version holds no such text file"))?;
+    map.entries = text
+        .split_terminator('\n')
+        .map(|line| {
+            let (key, value) = line.split_once(' ').unwrap_or((line, ""));
+            MapEntry::new(key, value)
+        })
+        .collect();
+    if map.to_file() != text {
+        return Err(refused(
+            &map.path,
+            "the file does not read back as map entries (one `key value` a line)",
+        ));
+    }
+    if let Some(twin) = &map.twin
+        && files.text(twin) != Some(text)
+    {
+        return Err(refused(twin, "a twin must hold the entries of its map"));
     }
     Ok(())
 }

@@ -42,7 +42,9 @@ pub use counters::{RESPONSE_CLASSES, ROUTES_TABLE};
 pub use culprit::culprit_at;
 pub use digest::digest;
 pub use files::{FileKind, FileSet, RenderedFile};
-pub use format::{PLAN_FORMAT, PlanFormatError, decode, encode, reads_format};
+pub use format::{
+    Earlier, PLAN_FORMAT, PlanFormatError, decode, decode_after, encode, reads_format,
+};
 pub use generation::Generation;
 pub use paths::{
     AUTH_LUA_PATH, CONFIG_PATH, CRT_LIST_PATH, DEFAULT_CERT_PATH, GATEWAY_MAP_PATH,

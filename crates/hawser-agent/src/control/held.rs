@@ -6,7 +6,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use hawser_plan::{FileKind, FileSet, Plan, PlanFormatError, decode, digest, encode};
+use hawser_plan::{
+    Earlier, FileKind, FileSet, Plan, PlanFormatError, decode, decode_after, digest, encode,
+};
 use hawser_proto::v1;
 
 /// What the state reports of a held version.
@@ -24,6 +26,10 @@ pub struct Held {
     pub files: BTreeMap<String, String>,
     pub plan_digest: String,
     blobs: HashMap<String, Arc<Vec<u8>>>,
+    /// The plan as read from this version's blob and files, which the next
+    /// version reads again only where they changed (`None` when this
+    /// version was not read from an Apply: a plan the agent served).
+    plan: Option<Arc<Plan>>,
 }
 
 /// Why an Apply's content cannot be used; nothing was written.
@@ -70,7 +76,7 @@ impl Held {
     pub fn resolve(
         &self,
         request: &v1::ApplyRequest,
-    ) -> Result<(FileSet, Plan, Held), ContentError> {
+    ) -> Result<(FileSet, Arc<Plan>, Held), ContentError> {
         if !hawser_plan::reads_format(request.plan_format) {
             return Err(ContentError::Format(PlanFormatError::Unknown {
                 received: request.plan_format,
@@ -125,7 +131,18 @@ impl Held {
             return Err(ContentError::Missing(missing));
         }
         // Read with the files: its maps' entries are in theirs.
-        let plan = decode(request.plan_format, &encoded, &files).map_err(|e| match e {
+        let plan = match &self.plan {
+            Some(earlier) => {
+                let earlier = Earlier {
+                    plan: earlier,
+                    same_bytes: request.plan_digest == self.plan_digest,
+                };
+                let unchanged = |path: &str| next.files.get(path) == self.files.get(path);
+                decode_after(request.plan_format, &encoded, &files, earlier, unchanged)
+            }
+            None => decode(request.plan_format, &encoded, &files),
+        };
+        let plan = plan.map_err(|e| match e {
             PlanFormatError::Malformed { source, .. } => {
                 ContentError::Invalid(format!("the plan does not parse: {source}"))
             }
@@ -133,6 +150,10 @@ impl Held {
             other => ContentError::Format(other),
         })?;
         next.blobs.insert(request.plan_digest.clone(), encoded);
+        let plan = Arc::new(plan);
+        // Before format 3 the entries came in the plan, unchecked against
+        // the files: not what a next version may take for theirs.
+        next.plan = (request.plan_format >= 3).then(|| Arc::clone(&plan));
         Ok((files, plan, next))
     }
 }
@@ -252,7 +273,7 @@ mod tests {
         let (_, resolved, next) = held
             .resolve(&request(&held, &files("a\n"), &plan, true))
             .unwrap();
-        assert_eq!(resolved, plan);
+        assert_eq!(*resolved, plan);
         assert_eq!(next.plan_digest, digest(&encode(&plan).unwrap()));
     }
 

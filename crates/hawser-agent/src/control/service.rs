@@ -250,7 +250,7 @@ impl ControlService {
         self.agent.submit(Desired {
             generation: Generation::new(generation),
             files: files.into(),
-            plan: plan.into(),
+            plan,
         });
         let waited = tokio::time::timeout(self.apply_wait, async {
             loop {

@@ -144,3 +144,97 @@ fn a_malformed_plan_says_so() {
         }
     ));
 }
+
+/// `plan` with its route map (and twin) holding `key` too.
+fn with_route(plan: &Plan, key: &str) -> Plan {
+    let mut next = plan.clone();
+    let routes = &mut next.maps[0];
+    routes.entries.push(MapEntry::new(key, "be_app_web_80"));
+    routes
+        .entries
+        .sort_by(|a, b| MapEntry::longest_first(&a.key, &b.key));
+    next
+}
+
+#[test]
+fn a_version_after_another_reads_as_a_decode_of_its_own_does() {
+    let first = plan();
+    let first_files = files(&first);
+    let first_bytes = encode(&first).unwrap();
+    let read = decode(PLAN_FORMAT, &first_bytes, &first_files).unwrap();
+    let unchanged_in = |files: &FileSet| {
+        let files = files.clone();
+        let first_files = first_files.clone();
+        move |path: &str| files.get(path) == first_files.get(path)
+    };
+    // The same plan, a route added: the route map is read again.
+    let routed = with_route(&first, "b.example.com/");
+    let routed_files = files(&routed);
+    let earlier = Earlier {
+        plan: &read,
+        same_bytes: true,
+    };
+    let after = decode_after(
+        PLAN_FORMAT,
+        &first_bytes,
+        &routed_files,
+        earlier,
+        unchanged_in(&routed_files),
+    )
+    .unwrap();
+    assert_eq!(after, routed);
+    // Another plan, the same files: the entries are the earlier ones.
+    let mut moved = first.clone();
+    Arc::make_mut(&mut moved.backends[0]).servers[0].address = "10.0.0.2".into();
+    let moved_bytes = encode(&moved).unwrap();
+    let earlier = Earlier {
+        plan: &read,
+        same_bytes: false,
+    };
+    let after = decode_after(
+        PLAN_FORMAT,
+        &moved_bytes,
+        &first_files,
+        earlier,
+        unchanged_in(&first_files),
+    )
+    .unwrap();
+    assert_eq!(after, moved);
+}
+
+#[test]
+fn a_changed_map_file_is_checked_as_in_any_decode() {
+    let first = plan();
+    let first_files = files(&first);
+    let bytes = encode(&first).unwrap();
+    let read = decode(PLAN_FORMAT, &bytes, &first_files).unwrap();
+    let earlier = Earlier {
+        plan: &read,
+        same_bytes: true,
+    };
+    // Only the twin changed: it is read, and must hold its map's entries.
+    let mut files = first_files.clone();
+    files.insert(
+        crate::ROUTES_TWIN_MAP_PATH,
+        FileKind::Map,
+        "other.example.com/ be_app_web_80\n",
+    );
+    let unchanged = |path: &str| files.get(path) == first_files.get(path);
+    let Err(PlanFormatError::MapFile { path, reason }) =
+        decode_after(PLAN_FORMAT, &bytes, &files, earlier, unchanged)
+    else {
+        panic!("a twin that differs from its map must be refused");
+    };
+    assert_eq!(path, crate::ROUTES_TWIN_MAP_PATH);
+    assert_eq!(reason, "a twin must hold the entries of its map");
+    // A map file that does not read back as entries.
+    let mut files = first_files.clone();
+    for path in [crate::ROUTES_MAP_PATH, crate::ROUTES_TWIN_MAP_PATH] {
+        files.insert(path, FileKind::Map, "no-value-line\n\n");
+    }
+    let unchanged = |path: &str| files.get(path) == first_files.get(path);
+    assert!(matches!(
+        decode_after(PLAN_FORMAT, &bytes, &files, earlier, unchanged),
+        Err(PlanFormatError::MapFile { .. })
+    ));
+}
