@@ -16,9 +16,11 @@
 //! does not. An agent refuses a format it does not know with
 //! [`PlanFormatError::Unknown`], naming both numbers, instead of guessing.
 
-use serde::Serialize;
-
+use std::ops::Range;
 use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 
 use crate::{
     BackendPlan, CertificatePlan, CrtListPlan, FileSet, MapEntry, MapPlan, MatchKind, Plan,
@@ -115,51 +117,158 @@ pub fn decode(format: u32, bytes: &[u8], files: &FileSet) -> Result<Plan, PlanFo
     Ok(plan)
 }
 
+/// A plan as [`decode_after`] read it, with where each of its backends is
+/// in the bytes it was read from, so that the next read can take the
+/// backends whose bytes are the same as they are.
+#[derive(Debug, Clone, Default)]
+pub struct Decoded {
+    pub plan: Arc<Plan>,
+    /// `plan.backends[i]` was read from `bytes[backends_at[i]]` (empty when
+    /// the plan was not read backend by backend).
+    pub backends_at: Vec<Range<usize>>,
+}
+
 /// What [`decode_after`] may take from the version before instead of
 /// reading it again.
 #[derive(Debug, Clone, Copy)]
 pub struct Earlier<'a> {
     /// That version's plan, its maps' entries included.
-    pub plan: &'a Plan,
-    /// The bytes decoded now are those `plan` was decoded from.
-    pub same_bytes: bool,
+    pub decoded: &'a Decoded,
+    /// The bytes it was read from.
+    pub bytes: &'a [u8],
 }
 
-/// As [`decode`], for a version that follows `earlier`: `unchanged(path)`
-/// says whether the file at `path` is, byte for byte, the one `earlier` was
-/// read with. From format 3 a plan whose bytes are `earlier`'s is not parsed
-/// again, and a map whose file and twin are unchanged keeps `earlier`'s
-/// entries, which is what those files read back as. With thousands of
-/// routes or Services, parsing is most of what an Apply costs the agent,
-/// and most changes leave the plan or the route maps as they were.
+/// As [`decode`], for a version that follows `earlier` (if any):
+/// `unchanged(path)` says whether the file at `path` is, byte for byte, the
+/// one `earlier` was read with. From format 3:
+///
+/// - a plan whose bytes are `earlier`'s is not parsed again;
+/// - a backend whose bytes are those of the backend in the same place of
+///   `earlier` (its names sorted, as a render writes them) is taken as it
+///   is; only the others are parsed;
+/// - a map whose file and twin are unchanged keeps `earlier`'s entries,
+///   which is what those files read back as.
+///
+/// With thousands of routes or Services, parsing is most of what an Apply
+/// costs the agent, and a change leaves most of the plan as it was.
 pub fn decode_after(
     format: u32,
     bytes: &[u8],
     files: &FileSet,
-    earlier: Earlier<'_>,
+    earlier: Option<Earlier<'_>>,
     unchanged: impl Fn(&str) -> bool,
-) -> Result<Plan, PlanFormatError> {
+) -> Result<Decoded, PlanFormatError> {
     if format < 3 {
-        return decode(format, bytes, files);
+        return Ok(Decoded {
+            plan: Arc::new(decode(format, bytes, files)?),
+            backends_at: Vec::new(),
+        });
     }
-    let mut plan = if earlier.same_bytes {
-        without_entries(earlier.plan)
-    } else {
-        parse(format, bytes)?
+    let (mut plan, backends_at) = match earlier {
+        Some(earlier) if earlier.bytes == bytes => (
+            without_entries(&earlier.decoded.plan),
+            earlier.decoded.backends_at.clone(),
+        ),
+        _ => parse_by_backend(format, bytes, earlier)?,
     };
     for map in &mut plan.maps {
         let kept = earlier
-            .plan
-            .maps
-            .iter()
-            .find(|m| m.path == map.path && m.twin == map.twin)
+            .and_then(|e| {
+                e.decoded
+                    .plan
+                    .maps
+                    .iter()
+                    .find(|m| m.path == map.path && m.twin == map.twin)
+            })
             .filter(|_| unchanged(&map.path) && map.twin.as_deref().is_none_or(&unchanged));
         match kept {
             Some(kept) => map.entries = kept.entries.clone(),
             None => read_entries(map, files)?,
         }
     }
-    Ok(plan)
+    Ok(Decoded {
+        plan: Arc::new(plan),
+        backends_at,
+    })
+}
+
+/// How many earlier backends on a backend's bytes are looked for: removed
+/// backends in a row, past which the rest is read until the names align.
+const LOOK_AHEAD: usize = 4;
+
+/// [`Plan`] with each backend left as the bytes it is written in.
+#[derive(Deserialize)]
+struct PlanByBackend<'a> {
+    structure_digest: String,
+    #[serde(borrow)]
+    backends: Vec<&'a RawValue>,
+    maps: Vec<MapPlan>,
+    certificates: Vec<CertificatePlan>,
+    crt_lists: Vec<CrtListPlan>,
+}
+
+/// The plan in `bytes` (format 3 or later), each backend parsed unless its
+/// bytes are those of `earlier`'s backend in the same place, which is taken
+/// instead; with where each backend is in `bytes`.
+fn parse_by_backend(
+    format: u32,
+    bytes: &[u8],
+    earlier: Option<Earlier<'_>>,
+) -> Result<(Plan, Vec<Range<usize>>), PlanFormatError> {
+    if !reads_format(format) {
+        return Err(PlanFormatError::Unknown { received: format });
+    }
+    let malformed = |source| PlanFormatError::Malformed { format, source };
+    let read: PlanByBackend<'_> = serde_json::from_slice(bytes).map_err(malformed)?;
+    let (before, before_at, before_bytes) = match earlier {
+        Some(e) => (
+            &e.decoded.plan.backends[..],
+            &e.decoded.backends_at[..],
+            e.bytes,
+        ),
+        None => (&[][..], &[][..], &[][..]),
+    };
+    let start = bytes.as_ptr() as usize;
+    let mut backends = Vec::with_capacity(read.backends.len());
+    let mut backends_at = Vec::with_capacity(read.backends.len());
+    let same_as = |index: usize, text: &str| {
+        before_at
+            .get(index)
+            .and_then(|range| before_bytes.get(range.clone()))
+            .is_some_and(|earlier| earlier == text.as_bytes())
+    };
+    // The earlier backend in the place this one would have.
+    let mut next = 0;
+    for raw in read.backends {
+        let text = raw.get();
+        let at = (text.as_ptr() as usize).saturating_sub(start);
+        backends_at.push(at..at + text.len());
+        // The same as that one, or as one a few places on (those between
+        // are gone).
+        let same = (next..next + LOOK_AHEAD).find(|&index| same_as(index, text));
+        if let Some(index) = same
+            && let Some(backend) = before.get(index)
+        {
+            backends.push(Arc::clone(backend));
+            next = index + 1;
+            continue;
+        }
+        let backend: BackendPlan = serde_json::from_str(text).map_err(malformed)?;
+        // Earlier backends named before it are gone, one of its name changed.
+        while before.get(next).is_some_and(|b| b.name <= backend.name) {
+            next += 1;
+        }
+        backends.push(Arc::new(backend));
+    }
+    let plan = Plan {
+        structure_digest: read.structure_digest,
+        backends,
+        maps: read.maps,
+        certificates: read.certificates,
+        crt_lists: read.crt_lists,
+    };
+    refuse_entries(&plan)?;
+    Ok((plan, backends_at))
 }
 
 /// The plan as `bytes` say, without the maps' entries of format 3, which
@@ -170,15 +279,22 @@ fn parse(format: u32, bytes: &[u8]) -> Result<Plan, PlanFormatError> {
     }
     let plan: Plan = serde_json::from_slice(bytes)
         .map_err(|source| PlanFormatError::Malformed { format, source })?;
-    if format >= 3
-        && let Some(map) = plan.maps.iter().find(|m| !m.entries.is_empty())
-    {
-        return Err(PlanFormatError::MapFile {
-            path: map.path.clone(),
-            reason: "its entries come from its file, not the plan",
-        });
+    if format >= 3 {
+        refuse_entries(&plan)?;
     }
     Ok(plan)
+}
+
+/// From format 3 a map's entries are in its file: a plan that carries some
+/// is refused.
+fn refuse_entries(plan: &Plan) -> Result<(), PlanFormatError> {
+    match plan.maps.iter().find(|m| !m.entries.is_empty()) {
+        Some(map) => Err(PlanFormatError::MapFile {
+            path: map.path.clone(),
+            reason: "its entries come from its file, not the plan",
+        }),
+        None => Ok(()),
+    }
 }
 
 /// `plan` as format 3 carries it: its maps without their entries.

@@ -43,7 +43,7 @@ pub use culprit::culprit_at;
 pub use digest::digest;
 pub use files::{FileKind, FileSet, RenderedFile};
 pub use format::{
-    Earlier, PLAN_FORMAT, PlanFormatError, decode, decode_after, encode, reads_format,
+    Decoded, Earlier, PLAN_FORMAT, PlanFormatError, decode, decode_after, encode, reads_format,
 };
 pub use generation::Generation;
 pub use paths::{

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use hawser_plan::{
-    Earlier, FileKind, FileSet, Plan, PlanFormatError, decode, decode_after, digest, encode,
+    Decoded, Earlier, FileKind, FileSet, Plan, PlanFormatError, decode_after, digest, encode,
 };
 use hawser_proto::v1;
 
@@ -29,7 +29,7 @@ pub struct Held {
     /// The plan as read from this version's blob and files, which the next
     /// version reads again only where they changed (`None` when this
     /// version was not read from an Apply: a plan the agent served).
-    plan: Option<Arc<Plan>>,
+    decoded: Option<Decoded>,
 }
 
 /// Why an Apply's content cannot be used; nothing was written.
@@ -131,29 +131,24 @@ impl Held {
             return Err(ContentError::Missing(missing));
         }
         // Read with the files: its maps' entries are in theirs.
-        let plan = match &self.plan {
-            Some(earlier) => {
-                let earlier = Earlier {
-                    plan: earlier,
-                    same_bytes: request.plan_digest == self.plan_digest,
-                };
-                let unchanged = |path: &str| next.files.get(path) == self.files.get(path);
-                decode_after(request.plan_format, &encoded, &files, earlier, unchanged)
-            }
-            None => decode(request.plan_format, &encoded, &files),
-        };
-        let plan = plan.map_err(|e| match e {
-            PlanFormatError::Malformed { source, .. } => {
-                ContentError::Invalid(format!("the plan does not parse: {source}"))
-            }
-            PlanFormatError::MapFile { .. } => ContentError::Invalid(e.to_string()),
-            other => ContentError::Format(other),
-        })?;
+        let earlier = self.decoded.as_ref().and_then(|decoded| {
+            let bytes = self.blobs.get(&self.plan_digest)?;
+            Some(Earlier { decoded, bytes })
+        });
+        let unchanged = |path: &str| next.files.get(path) == self.files.get(path);
+        let decoded = decode_after(request.plan_format, &encoded, &files, earlier, unchanged)
+            .map_err(|e| match e {
+                PlanFormatError::Malformed { source, .. } => {
+                    ContentError::Invalid(format!("the plan does not parse: {source}"))
+                }
+                PlanFormatError::MapFile { .. } => ContentError::Invalid(e.to_string()),
+                other => ContentError::Format(other),
+            })?;
         next.blobs.insert(request.plan_digest.clone(), encoded);
-        let plan = Arc::new(plan);
+        let plan = Arc::clone(&decoded.plan);
         // Before format 3 the entries came in the plan, unchecked against
         // the files: not what a next version may take for theirs.
-        next.plan = (request.plan_format >= 3).then(|| Arc::clone(&plan));
+        next.decoded = (request.plan_format >= 3).then_some(decoded);
         Ok((files, plan, next))
     }
 }

@@ -156,50 +156,63 @@ fn with_route(plan: &Plan, key: &str) -> Plan {
     next
 }
 
+/// `plan` with backends named `names` (sorted), copies of its first one.
+fn with_backends(plan: &Plan, names: &[&str]) -> Plan {
+    let mut next = plan.clone();
+    next.backends = names
+        .iter()
+        .map(|name| {
+            let mut backend = BackendPlan::clone(&plan.backends[0]);
+            backend.name = (*name).to_string();
+            Arc::new(backend)
+        })
+        .collect();
+    next
+}
+
+/// Reads `plan` (encoded) after `earlier`, with files compared to
+/// `earlier_files`.
+fn read_after(
+    plan: &Plan,
+    files: &FileSet,
+    earlier: Option<(&Decoded, &[u8])>,
+    earlier_files: &FileSet,
+) -> Result<Decoded, PlanFormatError> {
+    let bytes = encode(plan).unwrap();
+    let earlier = earlier.map(|(decoded, bytes)| Earlier { decoded, bytes });
+    let unchanged = |path: &str| files.get(path) == earlier_files.get(path);
+    decode_after(PLAN_FORMAT, &bytes, files, earlier, unchanged)
+}
+
 #[test]
 fn a_version_after_another_reads_as_a_decode_of_its_own_does() {
-    let first = plan();
+    let first = with_backends(&plan(), &["be_a", "be_b", "be_c", "be_d"]);
     let first_files = files(&first);
     let first_bytes = encode(&first).unwrap();
-    let read = decode(PLAN_FORMAT, &first_bytes, &first_files).unwrap();
-    let unchanged_in = |files: &FileSet| {
-        let files = files.clone();
-        let first_files = first_files.clone();
-        move |path: &str| files.get(path) == first_files.get(path)
-    };
+    let read = read_after(&first, &first_files, None, &FileSet::default()).unwrap();
+    assert_eq!(*read.plan, first);
+    let earlier = Some((&read, &first_bytes[..]));
     // The same plan, a route added: the route map is read again.
     let routed = with_route(&first, "b.example.com/");
-    let routed_files = files(&routed);
-    let earlier = Earlier {
-        plan: &read,
-        same_bytes: true,
-    };
-    let after = decode_after(
-        PLAN_FORMAT,
-        &first_bytes,
-        &routed_files,
-        earlier,
-        unchanged_in(&routed_files),
-    )
-    .unwrap();
-    assert_eq!(after, routed);
-    // Another plan, the same files: the entries are the earlier ones.
-    let mut moved = first.clone();
-    Arc::make_mut(&mut moved.backends[0]).servers[0].address = "10.0.0.2".into();
-    let moved_bytes = encode(&moved).unwrap();
-    let earlier = Earlier {
-        plan: &read,
-        same_bytes: false,
-    };
-    let after = decode_after(
-        PLAN_FORMAT,
-        &moved_bytes,
-        &first_files,
-        earlier,
-        unchanged_in(&first_files),
-    )
-    .unwrap();
-    assert_eq!(after, moved);
+    let after = read_after(&routed, &files(&routed), earlier, &first_files).unwrap();
+    assert_eq!(*after.plan, routed);
+    // A backend changed, one gone, one new: the others are taken as they
+    // were, the changed and the new ones read.
+    let mut changed = with_backends(&first, &["be_a", "be_b", "be_bb", "be_d"]);
+    Arc::make_mut(&mut changed.backends[0]).servers[0].address = "10.0.0.2".into();
+    let after = read_after(&changed, &first_files, earlier, &first_files).unwrap();
+    assert_eq!(*after.plan, changed);
+    let taken: Vec<bool> = after
+        .plan
+        .backends
+        .iter()
+        .map(|b| read.plan.backends.iter().any(|e| Arc::ptr_eq(b, e)))
+        .collect();
+    assert_eq!(taken, [false, true, false, true]);
+    // And the version after that reads from this one as well.
+    let bytes = encode(&changed).unwrap();
+    let again = read_after(&first, &first_files, Some((&after, &bytes)), &first_files).unwrap();
+    assert_eq!(*again.plan, first);
 }
 
 #[test]
@@ -207,34 +220,54 @@ fn a_changed_map_file_is_checked_as_in_any_decode() {
     let first = plan();
     let first_files = files(&first);
     let bytes = encode(&first).unwrap();
-    let read = decode(PLAN_FORMAT, &bytes, &first_files).unwrap();
-    let earlier = Earlier {
-        plan: &read,
-        same_bytes: true,
-    };
+    let read = read_after(&first, &first_files, None, &FileSet::default()).unwrap();
+    let earlier = Some((&read, &bytes[..]));
     // Only the twin changed: it is read, and must hold its map's entries.
-    let mut files = first_files.clone();
-    files.insert(
+    let mut changed = first_files.clone();
+    changed.insert(
         crate::ROUTES_TWIN_MAP_PATH,
         FileKind::Map,
         "other.example.com/ be_app_web_80\n",
     );
-    let unchanged = |path: &str| files.get(path) == first_files.get(path);
     let Err(PlanFormatError::MapFile { path, reason }) =
-        decode_after(PLAN_FORMAT, &bytes, &files, earlier, unchanged)
+        read_after(&first, &changed, earlier, &first_files)
     else {
         panic!("a twin that differs from its map must be refused");
     };
     assert_eq!(path, crate::ROUTES_TWIN_MAP_PATH);
     assert_eq!(reason, "a twin must hold the entries of its map");
     // A map file that does not read back as entries.
-    let mut files = first_files.clone();
+    let mut changed = first_files.clone();
     for path in [crate::ROUTES_MAP_PATH, crate::ROUTES_TWIN_MAP_PATH] {
-        files.insert(path, FileKind::Map, "no-value-line\n\n");
+        changed.insert(path, FileKind::Map, "no-value-line\n\n");
     }
-    let unchanged = |path: &str| files.get(path) == first_files.get(path);
     assert!(matches!(
-        decode_after(PLAN_FORMAT, &bytes, &files, earlier, unchanged),
+        read_after(&first, &changed, earlier, &first_files),
         Err(PlanFormatError::MapFile { .. })
+    ));
+}
+
+#[test]
+fn a_backend_that_does_not_parse_is_refused_even_among_taken_ones() {
+    let first = with_backends(&plan(), &["be_a", "be_b"]);
+    let first_files = files(&first);
+    let first_bytes = encode(&first).unwrap();
+    let read = read_after(&first, &first_files, None, &FileSet::default()).unwrap();
+    let text = String::from_utf8(first_bytes.clone()).unwrap();
+    let broken = text.replacen("\"name\":\"be_b\"", "\"name\":7", 1);
+    assert_ne!(broken, text);
+    let earlier = Earlier {
+        decoded: &read,
+        bytes: &first_bytes,
+    };
+    assert!(matches!(
+        decode_after(
+            PLAN_FORMAT,
+            broken.as_bytes(),
+            &first_files,
+            Some(earlier),
+            |_| true
+        ),
+        Err(PlanFormatError::Malformed { .. })
     ));
 }
