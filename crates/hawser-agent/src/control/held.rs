@@ -232,6 +232,39 @@ mod tests {
     }
 
     #[test]
+    fn versions_in_a_row_read_as_each_read_alone() {
+        let routes = |entries: &[(&str, &str)]| {
+            let entries = entries
+                .iter()
+                .map(|(k, v)| hawser_plan::MapEntry::new(*k, *v))
+                .collect();
+            hawser_plan::MapPlan::longest_first("maps/routes.map", entries)
+        };
+        let plan = |structure: &str, entries: &[(&str, &str)]| Plan {
+            structure_digest: structure.into(),
+            maps: vec![routes(entries)],
+            ..Plan::default()
+        };
+        let versions = [
+            (plan("one", &[("a", "be_a")]), files("a be_a\n")),
+            // The same plan bytes, another route map.
+            (plan("one", &[("b", "be_b")]), files("b be_b\n")),
+            // Another plan, the same route map.
+            (plan("two", &[("b", "be_b")]), files("b be_b\n")),
+            // Back to the first.
+            (plan("one", &[("a", "be_a")]), files("a be_a\n")),
+        ];
+        let mut held = Held::of(1, &FileSet::default(), &Plan::default());
+        for (step, (plan, files)) in versions.iter().enumerate() {
+            let (resolved_files, resolved, next) =
+                held.resolve(&request(&held, files, plan, true)).unwrap();
+            assert_eq!(resolved_files, *files, "version {step}");
+            assert_eq!(*resolved, *plan, "version {step}");
+            held = next;
+        }
+    }
+
+    #[test]
     fn only_what_changed_is_needed() {
         let plan = Plan::default();
         let held = Held::of(3, &files("a be_a\n"), &plan);
