@@ -12,6 +12,9 @@
 //!
 //! `wire`: the build alone, of one render the cycle made (digests, blobs,
 //! the plan encoded): what each generation adds to the render in a cluster.
+//! `wire_one_change`: the same, for two renders one endpoint apart, built
+//! in turn (the second rendered after the first, so that it shares the
+//! backends that did not change, as the render cycle's renders do).
 //!
 //! ```text
 //! cargo bench -p hawser-controller --bench generation
@@ -72,6 +75,25 @@ fn generation(
     }
 }
 
+/// `store` with the first endpoint of one Service's slice replaced.
+fn with_an_endpoint_swapped(store: &Store) -> Store {
+    let mut next = store.clone();
+    let service = &store
+        .ingresses()
+        .nth(INGRESSES / 2)
+        .expect("an Ingress")
+        .key;
+    let mut slice = store
+        .endpoint_slices_for(service)
+        .next()
+        .expect("its EndpointSlice")
+        .clone();
+    slice.endpoints[0].addresses = vec!["10.255.255.1".to_string()];
+    slice.endpoints[0].target = Some("swapped".to_string());
+    next.insert(hawser_model::Object::EndpointSlice(slice));
+    next
+}
+
 fn bench(c: &mut Criterion) {
     let certificate = generate_default_certificate().expect("certificate");
     let config = RenderConfig::default();
@@ -103,20 +125,33 @@ fn bench(c: &mut Criterion) {
         });
     }
     let rendered = Arc::new(for_agents.render(&store).expect("render"));
-    group.bench_function(BenchmarkId::new("wire", INGRESSES), |b| {
-        b.iter(|| {
-            next += 1;
-            let snapshot = Snapshot {
-                generation: next,
-                store: Arc::clone(&store),
-                config: Arc::clone(base.config()),
-                rendered: Some(Arc::clone(&rendered)),
-                served: Arc::default(),
-                rejected: Arc::default(),
-            };
-            black_box(renders.build(&snapshot, &agent_settings()).expect("build"));
+    let swapped = with_an_endpoint_swapped(&store);
+    let after_swap = Arc::new(
+        for_agents
+            .render_after(&swapped, Some(&rendered.plan))
+            .expect("render the swap"),
+    );
+    // `wire`: one render built again and again; `wire_one_change`: two
+    // renders one endpoint apart, built in turn.
+    for (name, renders_built) in [
+        ("wire", [Arc::clone(&rendered), Arc::clone(&rendered)]),
+        ("wire_one_change", [Arc::clone(&rendered), after_swap]),
+    ] {
+        group.bench_function(BenchmarkId::new(name, INGRESSES), |b| {
+            b.iter(|| {
+                next += 1;
+                let snapshot = Snapshot {
+                    generation: next,
+                    store: Arc::clone(&store),
+                    config: Arc::clone(base.config()),
+                    rendered: Some(Arc::clone(&renders_built[(next % 2) as usize])),
+                    served: Arc::default(),
+                    rejected: Arc::default(),
+                };
+                black_box(renders.build(&snapshot, &agent_settings()).expect("build"));
+            });
         });
-    });
+    }
     group.finish();
 }
 

@@ -69,34 +69,85 @@ pub fn reads_format(format: u32) -> bool {
 /// `plan` in [`PLAN_FORMAT`]: its maps without their entries, which travel
 /// in the map files (a plan of thousands of routes would carry each twice).
 pub fn encode(plan: &Plan) -> Result<Vec<u8>, PlanFormatError> {
-    let wire = WirePlan {
-        structure_digest: &plan.structure_digest,
-        backends: &plan.backends,
-        maps: plan
-            .maps
-            .iter()
-            .map(|m| WireMap {
-                path: &m.path,
-                match_kind: m.match_kind,
-                twin: m.twin.as_deref(),
-            })
-            .collect(),
-        certificates: &plan.certificates,
-        crt_lists: &plan.crt_lists,
+    encode_after(plan, None).map(|encoded| encoded.bytes)
+}
+
+/// A plan as [`encode_after`] wrote it, with where each of its backends is
+/// in the bytes.
+#[derive(Debug, Clone, Default)]
+pub struct Encoded {
+    pub bytes: Vec<u8>,
+    pub backends_at: Vec<Range<usize>>,
+}
+
+/// As [`encode`], the same bytes, for a plan that follows `earlier` (a
+/// plan and its encoding): a backend `earlier` holds too, shared (the same
+/// `Arc`, as a render keeps the backends that did not change), is copied
+/// from `earlier`'s bytes instead of written again. With thousands of
+/// Services, writing every backend was most of what readying a version
+/// for the agents cost.
+pub fn encode_after(
+    plan: &Plan,
+    earlier: Option<(&Plan, &Encoded)>,
+) -> Result<Encoded, PlanFormatError> {
+    let unencodable = PlanFormatError::Unencodable;
+    let (before, before_at, before_bytes) = match earlier {
+        Some((plan, encoded)) => (
+            &plan.backends[..],
+            &encoded.backends_at[..],
+            &encoded.bytes[..],
+        ),
+        None => (&[][..], &[][..], &[][..]),
     };
-    serde_json::to_vec(&wire).map_err(PlanFormatError::Unencodable)
+    let mut bytes = Vec::with_capacity(before_bytes.len());
+    bytes.extend_from_slice(b"{\"structure_digest\":");
+    serde_json::to_writer(&mut bytes, &plan.structure_digest).map_err(unencodable)?;
+    bytes.extend_from_slice(b",\"backends\":[");
+    let mut backends_at = Vec::with_capacity(plan.backends.len());
+    // The earlier backend in the place this one would have.
+    let mut next = 0;
+    for (index, backend) in plan.backends.iter().enumerate() {
+        if index > 0 {
+            bytes.push(b',');
+        }
+        let at = bytes.len();
+        let same = (next..next + LOOK_AHEAD)
+            .find(|&i| before.get(i).is_some_and(|b| Arc::ptr_eq(b, backend)))
+            .and_then(|i| Some((i, before_bytes.get(before_at.get(i)?.clone())?)));
+        match same {
+            Some((i, written)) => {
+                bytes.extend_from_slice(written);
+                next = i + 1;
+            }
+            None => {
+                serde_json::to_writer(&mut bytes, backend).map_err(unencodable)?;
+                while before.get(next).is_some_and(|b| b.name <= backend.name) {
+                    next += 1;
+                }
+            }
+        }
+        backends_at.push(at..bytes.len());
+    }
+    let maps: Vec<WireMap<'_>> = plan
+        .maps
+        .iter()
+        .map(|m| WireMap {
+            path: &m.path,
+            match_kind: m.match_kind,
+            twin: m.twin.as_deref(),
+        })
+        .collect();
+    bytes.extend_from_slice(b"],\"maps\":");
+    serde_json::to_writer(&mut bytes, &maps).map_err(unencodable)?;
+    bytes.extend_from_slice(b",\"certificates\":");
+    serde_json::to_writer(&mut bytes, &plan.certificates).map_err(unencodable)?;
+    bytes.extend_from_slice(b",\"crt_lists\":");
+    serde_json::to_writer(&mut bytes, &plan.crt_lists).map_err(unencodable)?;
+    bytes.push(b'}');
+    Ok(Encoded { bytes, backends_at })
 }
 
-/// A [`Plan`] as [`encode`] writes it: field for field, maps without entries.
-#[derive(Serialize)]
-struct WirePlan<'a> {
-    structure_digest: &'a str,
-    backends: &'a [Arc<BackendPlan>],
-    maps: Vec<WireMap<'a>>,
-    certificates: &'a [CertificatePlan],
-    crt_lists: &'a [CrtListPlan],
-}
-
+/// A map as [`encode_after`] writes it: without its entries.
 #[derive(Serialize)]
 struct WireMap<'a> {
     path: &'a str,

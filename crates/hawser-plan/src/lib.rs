@@ -43,7 +43,8 @@ pub use culprit::culprit_at;
 pub use digest::digest;
 pub use files::{FileKind, FileSet, RenderedFile};
 pub use format::{
-    Decoded, Earlier, PLAN_FORMAT, PlanFormatError, decode, decode_after, encode, reads_format,
+    Decoded, Earlier, Encoded, PLAN_FORMAT, PlanFormatError, decode, decode_after, encode,
+    encode_after, reads_format,
 };
 pub use generation::Generation;
 pub use paths::{

@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use hawser_plan::{PLAN_FORMAT, PlanFormatError, digest, encode};
+use hawser_plan::{Encoded, PLAN_FORMAT, PlanFormatError, digest, encode_after};
 use hawser_proto::v1;
 use hawser_render::{CertificatePem, RenderConfig, RenderError, Rendered, Renderer};
 
@@ -28,8 +28,9 @@ pub struct Built {
     pub files: Vec<v1::FileEntry>,
     pub plan_digest: String,
     pub plan_format: u32,
-    /// The plan, encoded.
-    plan_blob: Vec<u8>,
+    /// The plan, encoded; the next build copies the backends it keeps from
+    /// it.
+    encoded_plan: Encoded,
     /// The render: its files' contents, and the plan the next render for
     /// the same settings follows, keeping its backends (see
     /// `Renderer::render_after`).
@@ -62,7 +63,7 @@ impl Built {
     /// The content of the blob named `digest`.
     pub fn blob(&self, digest: &str) -> Option<&[u8]> {
         if digest == self.plan_digest {
-            return Some(&self.plan_blob);
+            return Some(&self.encoded_plan.bytes);
         }
         let path = self.paths.get(digest)?;
         self.rendered.files.get(path).map(|f| f.content.as_slice())
@@ -223,13 +224,20 @@ impl Renders {
                 }
             })
             .collect();
-        let plan_blob = encode(&rendered.plan)?;
+        let earlier = previous.as_deref().map(|b| (b.plan(), &b.encoded_plan));
+        let encoded_plan = encode_after(&rendered.plan, earlier)?;
+        // Comparing costs a fraction of hashing, and most changes leave
+        // the plan as it was.
+        let plan_digest = match &previous {
+            Some(b) if b.encoded_plan.bytes == encoded_plan.bytes => b.plan_digest.clone(),
+            _ => digest(&encoded_plan.bytes),
+        };
         let built = Arc::new(Built {
             generation: snapshot.generation,
             files,
-            plan_digest: digest(&plan_blob),
+            plan_digest,
             plan_format: PLAN_FORMAT,
-            plan_blob,
+            encoded_plan,
             rendered,
             paths,
         });

@@ -271,3 +271,81 @@ fn a_backend_that_does_not_parse_is_refused_even_among_taken_ones() {
         Err(PlanFormatError::Malformed { .. })
     ));
 }
+
+/// The plan as format 3 was first written: serde's output of these fields.
+#[derive(serde::Serialize)]
+struct AsSerdeWritesIt<'a> {
+    structure_digest: &'a str,
+    backends: &'a [Arc<BackendPlan>],
+    maps: Vec<WireMap<'a>>,
+    certificates: &'a [crate::CertificatePlan],
+    crt_lists: &'a [crate::CrtListPlan],
+}
+
+#[test]
+fn a_plan_is_written_as_serde_writes_its_fields_and_each_backend_is_found_in_it() {
+    let plan = with_backends(&plan(), &["be_a", "be_b", "be_c"]);
+    let expected = serde_json::to_vec(&AsSerdeWritesIt {
+        structure_digest: &plan.structure_digest,
+        backends: &plan.backends,
+        maps: plan
+            .maps
+            .iter()
+            .map(|m| WireMap {
+                path: &m.path,
+                match_kind: m.match_kind,
+                twin: m.twin.as_deref(),
+            })
+            .collect(),
+        certificates: &plan.certificates,
+        crt_lists: &plan.crt_lists,
+    })
+    .unwrap();
+    let encoded = encode_after(&plan, None).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&encoded.bytes),
+        String::from_utf8_lossy(&expected)
+    );
+    for (backend, at) in plan.backends.iter().zip(&encoded.backends_at) {
+        assert_eq!(
+            encoded.bytes[at.clone()],
+            serde_json::to_vec(backend).unwrap()
+        );
+    }
+}
+
+#[test]
+fn a_backend_kept_from_the_plan_before_is_copied_from_its_bytes() {
+    let first = with_backends(&plan(), &["be_a", "be_b", "be_c", "be_d"]);
+    let mut earlier = encode_after(&first, None).unwrap();
+    // Mark be_d's bytes in the earlier encoding: copied, they show.
+    let at = earlier.backends_at[3].clone();
+    let marked = br#"{"marked":true}"#;
+    earlier.bytes.splice(at.clone(), marked.iter().copied());
+    earlier.backends_at[3] = at.start..at.start + marked.len();
+    // be_b changed, be_c gone, be_bb new; be_a and be_d kept (shared).
+    let mut next = first.clone();
+    Arc::make_mut(&mut next.backends[1]).servers[0].port = 9090;
+    let bb = Arc::new(BackendPlan {
+        name: "be_bb".into(),
+        ..BackendPlan::clone(&first.backends[2])
+    });
+    next.backends = vec![
+        Arc::clone(&first.backends[0]),
+        Arc::clone(&next.backends[1]),
+        bb,
+        Arc::clone(&first.backends[3]),
+    ];
+    let encoded = encode_after(&next, Some((&first, &earlier))).unwrap();
+    let written = |i: usize| {
+        String::from_utf8_lossy(&encoded.bytes[encoded.backends_at[i].clone()]).into_owned()
+    };
+    assert_eq!(written(3), r#"{"marked":true}"#);
+    for i in 0..3 {
+        assert_eq!(
+            written(i),
+            serde_json::to_string(&next.backends[i]).unwrap(),
+            "backend {i}"
+        );
+    }
+}
