@@ -84,25 +84,6 @@ fn with_a_route_added(store: &Store) -> Store {
     next
 }
 
-/// `store` with the first endpoint of one Service's slice replaced.
-fn with_an_endpoint_swapped(store: &Store) -> Store {
-    let mut next = store.clone();
-    let service = &store
-        .ingresses()
-        .nth(INGRESSES / 2)
-        .expect("an Ingress")
-        .key;
-    let mut slice = store
-        .endpoint_slices_for(service)
-        .next()
-        .expect("its EndpointSlice")
-        .clone();
-    slice.endpoints[0].addresses = vec!["10.255.255.1".to_string()];
-    slice.endpoints[0].target = Some("swapped".to_string());
-    next.insert(Object::EndpointSlice(slice));
-    next
-}
-
 fn resolve(c: &mut Criterion) {
     let renderer = Renderer::new(RenderConfig::default()).expect("the default configuration");
     let store = fixture::store(INGRESSES);
@@ -119,7 +100,10 @@ fn resolve(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(4));
     let changes = [
         ("new_route", with_a_route_added(&store)),
-        ("endpoint_swap", with_an_endpoint_swapped(&store)),
+        (
+            "endpoint_swap",
+            fixture::with_an_endpoint_swapped(&store, INGRESSES / 2),
+        ),
     ];
     for (name, changed) in changes {
         let next = renderer

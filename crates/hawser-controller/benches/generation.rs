@@ -75,25 +75,6 @@ fn generation(
     }
 }
 
-/// `store` with the first endpoint of one Service's slice replaced.
-fn with_an_endpoint_swapped(store: &Store) -> Store {
-    let mut next = store.clone();
-    let service = &store
-        .ingresses()
-        .nth(INGRESSES / 2)
-        .expect("an Ingress")
-        .key;
-    let mut slice = store
-        .endpoint_slices_for(service)
-        .next()
-        .expect("its EndpointSlice")
-        .clone();
-    slice.endpoints[0].addresses = vec!["10.255.255.1".to_string()];
-    slice.endpoints[0].target = Some("swapped".to_string());
-    next.insert(hawser_model::Object::EndpointSlice(slice));
-    next
-}
-
 fn bench(c: &mut Criterion) {
     let certificate = generate_default_certificate().expect("certificate");
     let config = RenderConfig::default();
@@ -125,7 +106,7 @@ fn bench(c: &mut Criterion) {
         });
     }
     let rendered = Arc::new(for_agents.render(&store).expect("render"));
-    let swapped = with_an_endpoint_swapped(&store);
+    let swapped = fixture::with_an_endpoint_swapped(&store, INGRESSES / 2);
     let after_swap = Arc::new(
         for_agents
             .render_after(&swapped, Some(&rendered.plan))

@@ -86,3 +86,24 @@ pub fn store(ingresses: usize) -> Store {
     }
     store
 }
+
+/// `store` with the first endpoint of the `index`th Ingress's Service
+/// replaced: an endpoint swap, for the benchmarks of what follows a render.
+#[allow(
+    dead_code,
+    clippy::expect_used,
+    reason = "the render benchmark does not swap endpoints; a benchmark fails loudly on a broken setup"
+)]
+pub fn with_an_endpoint_swapped(store: &Store, index: usize) -> Store {
+    let mut next = store.clone();
+    let service = &store.ingresses().nth(index).expect("an Ingress").key;
+    let mut slice = store
+        .endpoint_slices_for(service)
+        .next()
+        .expect("its EndpointSlice")
+        .clone();
+    slice.endpoints[0].addresses = vec!["10.255.255.1".to_string()];
+    slice.endpoints[0].target = Some("swapped".to_string());
+    next.insert(Object::EndpointSlice(slice));
+    next
+}
