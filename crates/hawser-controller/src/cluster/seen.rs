@@ -282,14 +282,14 @@ impl Cluster {
 
     /// Drops the data of every Secret no Ingress refers to.
     fn drop_unreferenced_data(&mut self) {
-        for (object_ref, object) in &mut self.objects {
-            if let Object::Secret(secret) = object
-                && !(self.kept.contains(&secret.key) || self.referrers.contains_key(&secret.key))
-            {
-                secret.drop_data();
-                self.dropped.insert(secret.key.clone());
-                self.touched.insert(object_ref.clone());
-            }
+        let unreferenced: Vec<ObjectKey> = self
+            .objects
+            .keys()
+            .filter(|object| object.kind == Kind::Secret && !self.is_referenced(&object.key))
+            .map(|object| object.key.clone())
+            .collect();
+        for key in unreferenced {
+            self.drop_data(key);
         }
     }
 
@@ -298,20 +298,23 @@ impl Cluster {
     /// referred to whose data was dropped.
     fn settle_references(&mut self, effect: &mut Effect) {
         for key in std::mem::take(&mut self.unsettled) {
-            if self.is_referenced(&key) {
-                if self.dropped.contains(&key) && self.fetching.insert(key.clone()) {
-                    effect.fetch.push(key);
-                }
-                continue;
+            if !self.is_referenced(&key) {
+                self.drop_data(key);
+            } else if self.dropped.contains(&key) && self.fetching.insert(key.clone()) {
+                effect.fetch.push(key);
             }
-            let object_ref = ObjectRef::new(Kind::Secret, key);
-            if let Some(Object::Secret(secret)) = self.objects.get_mut(&object_ref)
-                && !self.dropped.contains(&object_ref.key)
-            {
-                secret.drop_data();
-                self.dropped.insert(object_ref.key.clone());
-                self.touched.insert(object_ref);
-            }
+        }
+    }
+
+    /// Drops the data of Secret `key`, if it is held with its data.
+    fn drop_data(&mut self, key: ObjectKey) {
+        let object_ref = ObjectRef::new(Kind::Secret, key);
+        if let Some(Object::Secret(secret)) = self.objects.get_mut(&object_ref)
+            && !self.dropped.contains(&object_ref.key)
+        {
+            secret.drop_data();
+            self.dropped.insert(object_ref.key.clone());
+            self.touched.insert(object_ref);
         }
     }
 
