@@ -28,6 +28,9 @@ use hawser_plan::{
 
 use crate::backends::DEFAULT_BALANCE;
 
+mod lend;
+pub use lend::lend;
+
 /// What haproxy.cfg says a spare serves (its `# from:` mark) in the plan
 /// the structure digest is taken of; a lent spare names its Service there.
 pub const SPARE_SOURCE: &str = "hawser: a spare backend, lent to a new Service until a reload";
@@ -35,51 +38,6 @@ pub const SPARE_SOURCE: &str = "hawser: a spare backend, lent to a new Service u
 pub const MAX_SPARES: u32 = 1024;
 /// Every spare's name starts so; no Service's backend does (theirs start `be_`).
 const SPARE_PREFIX: &str = "hawser_spare_";
-
-/// The backends of a render that follows `previous`, declaring exactly the
-/// backends it declared, each with its shape. `None` when that cannot be: a
-/// backend changed shape, or a new one finds no free spare of its shape.
-pub fn lend(wanted: &[Arc<BackendPlan>], previous: &Plan) -> Option<Vec<Arc<BackendPlan>>> {
-    let mut wanted: BTreeMap<&str, &Arc<BackendPlan>> =
-        wanted.iter().map(|b| (b.name.as_str(), b)).collect();
-    let mut backends = Vec::with_capacity(previous.backends.len());
-    let (spares, named): (Vec<&Arc<BackendPlan>>, Vec<&Arc<BackendPlan>>) =
-        previous.backends.iter().partition(|b| b.role.is_spare());
-    for was in named {
-        match wanted.remove(was.name.as_str()) {
-            Some(now) if now.same_shape(was) => backends.push(Arc::clone(now)),
-            Some(_) => return None,
-            None => backends.push(emptied(was, was.source.clone(), BackendRole::Retired)),
-        }
-    }
-    let mut free: BTreeMap<BackendShape, Vec<&Arc<BackendPlan>>> = BTreeMap::new();
-    for was in spares {
-        let kept = was
-            .role
-            .lent_to()
-            .and_then(|name| wanted.get(name).copied())
-            .filter(|now| now.same_shape(was));
-        match (&was.role, kept) {
-            (_, Some(now)) => {
-                wanted.remove(now.name.as_str());
-                backends.push(lent(was, now));
-            }
-            // Its servers go in this version; another Service may have it in the next.
-            (BackendRole::Lent { .. }, None) => {
-                backends.push(emptied(was, SPARE_SOURCE.into(), BackendRole::Released));
-            }
-            _ => free.entry(was.shape()).or_default().push(was),
-        }
-    }
-    for now in wanted.into_values() {
-        let pool = free.get_mut(&now.shape()).filter(|pool| !pool.is_empty())?;
-        backends.push(lent(pool.remove(0), now));
-    }
-    let left = free.into_values().flatten();
-    backends.extend(left.map(|was| emptied(was, SPARE_SOURCE.into(), BackendRole::Spare)));
-    backends.sort_by(|a, b| a.name.cmp(&b.name));
-    Some(backends)
-}
 
 /// Every backend its own, plus a full pool for every HTTP shape in use and
 /// the plain one: `spares` for the plain shape, an eighth of that (one at

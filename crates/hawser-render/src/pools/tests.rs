@@ -236,3 +236,96 @@ fn the_status_names_the_service_a_spare_is_lent_to() {
     assert_eq!(status.free, 0);
     assert_eq!(status.lent[&free.name].backend, "be_a_web_80");
 }
+
+/// `lend` as maps say it: each backend looked up by name, the result
+/// sorted. The function under test walks sorted lists instead; both must
+/// give the same backends.
+fn lend_by_maps(wanted: &[Arc<BackendPlan>], previous: &Plan) -> Option<Vec<BackendPlan>> {
+    let mut wanted: BTreeMap<&str, &Arc<BackendPlan>> =
+        wanted.iter().map(|b| (b.name.as_str(), b)).collect();
+    let mut backends = Vec::new();
+    let (spares, named): (Vec<_>, Vec<_>) =
+        previous.backends.iter().partition(|b| b.role.is_spare());
+    for was in named {
+        match wanted.remove(was.name.as_str()) {
+            Some(now) if now.same_shape(was) => backends.push(Arc::clone(now)),
+            Some(_) => return None,
+            None => backends.push(emptied(was, was.source.clone(), BackendRole::Retired)),
+        }
+    }
+    let mut free: BTreeMap<BackendShape, Vec<&Arc<BackendPlan>>> = BTreeMap::new();
+    for was in spares {
+        let kept = (was.role.lent_to())
+            .and_then(|name| wanted.get(name).copied())
+            .filter(|now| now.same_shape(was));
+        match (&was.role, kept) {
+            (_, Some(now)) => {
+                wanted.remove(now.name.as_str());
+                backends.push(lent(was, now));
+            }
+            (BackendRole::Lent { .. }, None) => {
+                backends.push(emptied(was, SPARE_SOURCE.into(), BackendRole::Released));
+            }
+            _ => free.entry(was.shape()).or_default().push(was),
+        }
+    }
+    for now in wanted.into_values() {
+        let pool = free.get_mut(&now.shape()).filter(|pool| !pool.is_empty())?;
+        backends.push(lent(pool.remove(0), now));
+    }
+    let left = free.into_values().flatten();
+    backends.extend(left.map(|was| emptied(was, SPARE_SOURCE.into(), BackendRole::Spare)));
+    backends.sort_by(|a, b| a.name.cmp(&b.name));
+    Some(backends.into_iter().map(Arc::unwrap_or_clone).collect())
+}
+
+#[test]
+fn lending_walked_in_order_equals_lending_looked_up_by_name() {
+    // A small generator of its own: the same sequence on every run.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut below = |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let balances = ["roundrobin", "leastconn"];
+    let wanted_now = |below: &mut dyn FnMut(usize) -> usize| {
+        let mut wanted = Vec::new();
+        for i in 0..12 {
+            if below(3) == 0 {
+                continue;
+            }
+            let servers: &[&str] = [&["10.0.0.1"][..], &["10.0.0.2", "10.0.0.3"], &[]][below(3)];
+            let balance = balances[below(5) / 4];
+            wanted.push(backend(&format!("be_ns_s{i}_80"), balance, servers));
+        }
+        wanted.sort_by(|a, b| a.name.cmp(&b.name));
+        wanted
+    };
+    let mut lent_some = 0;
+    for _ in 0..300 {
+        let mut previous = plan(fresh(wanted_now(&mut below), None, 1 + below(4) as u32));
+        for _ in 0..8 {
+            let wanted = wanted_now(&mut below);
+            let walked = lend(&wanted, &previous);
+            let model = lend_by_maps(&wanted, &previous);
+            let as_values = |b: &Vec<Arc<BackendPlan>>| {
+                b.iter().map(|b| BackendPlan::clone(b)).collect::<Vec<_>>()
+            };
+            assert_eq!(
+                walked.as_ref().map(as_values),
+                model,
+                "{wanted:#?}\n{previous:#?}"
+            );
+            match walked {
+                Some(backends) => {
+                    lent_some += usize::from(backends.iter().any(|b| b.role.lent_to().is_some()));
+                    previous = plan(backends);
+                }
+                None => previous = plan(fresh(wanted, Some(&previous), 2)),
+            }
+        }
+    }
+    assert!(lent_some > 100, "spares were lent in {lent_some} versions");
+}
