@@ -600,7 +600,7 @@ mod routes_map;
 use aliases::{add_alias_routes, add_www_redirects, alias_routes};
 pub(crate) use canary::{CanaryView, canary_maps};
 use claims::{claim, claim_exact};
-pub(crate) use kept::KeptRoutes;
+pub(crate) use kept::{KeptRoutes, Routing as KeptRouting};
 mod regex;
 mod served;
 #[cfg(test)]

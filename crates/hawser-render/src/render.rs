@@ -8,12 +8,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use minijinja::Environment;
 
-use crate::backends::{BackendReuse, KeptBackends};
+use crate::backends::{BackendKey, BackendReuse, KeptBackends};
 use crate::config::{ConfigError, RenderConfig, Settings};
 use crate::features;
 use crate::gateway::{self, GatewayStatus, GatewayTable};
 use crate::gateway_frontends::{self, GatewayView};
-use crate::ingress::{KeptRoutes, RouteTable, TlsUse};
+use crate::ingress::{KeptRoutes, KeptRouting, RouteTable, TlsUse};
 use crate::library::ENTRY_TEMPLATE;
 use crate::report::{Diagnostic, Diagnostics};
 use crate::tls::{self, CertificatePem, DefaultCertificate, ServedCertificates};
@@ -34,6 +34,9 @@ mod lazy_backends;
 mod memo;
 mod reads;
 mod writer;
+
+#[cfg(test)]
+mod tests;
 
 /// The ACL conditions of the response classes of
 /// [`hawser_plan::RESPONSE_CLASSES`], in the same order.
@@ -222,50 +225,19 @@ impl Renderer {
             gateway_frontends::TCP_SUFFIX,
             &mut diags,
         );
-        // The Ingresses' backends, then the Gateway API routes' others.
-        let referenced = routes
-            .backends
-            .iter()
-            .map(|(key, referrers)| (key, &referrers.first))
-            .chain(
-                (gateway_table.backends.iter())
-                    .filter(|(key, _)| !routes.backends.contains_key(key)),
-            );
         let mut ca_files = routes.ca_files.clone();
-        let mut reuse = self.kept_backends.take(store);
-        let mut backends = backends::backend_plans(
+        let backends = self.backends(
             store,
-            settings,
-            referenced,
+            &routing,
+            &gateway_table,
+            &gateway_view,
+            tcp_service_backends,
             &mut ca_files,
-            &mut reuse,
             &mut diags,
         );
-        backends.extend(h2_backends(
-            store,
-            settings,
-            &gateway_view,
-            &mut ca_files,
-            &mut reuse,
-            &mut diags,
-        ));
-        let mut tcp_referenced = gateway_view.tcp_backends.clone();
-        for (key, referrer) in tcp_service_backends {
-            tcp_referenced.entry(key).or_insert(referrer);
-        }
-        backends.extend(tcp_backends(
-            store,
-            settings,
-            &tcp_referenced,
-            &mut ca_files,
-            &mut reuse,
-            &mut diags,
-        ));
-        self.kept_backends.keep(reuse, store);
         for (path, pem) in ca_files {
             files.insert(path, FileKind::CaFile, pem);
         }
-        backends.sort_by(|a, b| a.name.cmp(&b.name));
         let tls_uses = with_listener_certificates(&routes.tls, &gateway_table);
         let mut maps = route_maps(routes, routing.routes_map.clone());
         let (canary_maps, canary_view) = crate::ingress::canary_maps(&routes.canaries);
@@ -362,6 +334,68 @@ impl Renderer {
             gateway_status: Arc::new(gateway_status),
             served_certificates: Arc::new(certificates.served),
         })
+    }
+
+    /// Every backend the routes, Gateway API routes and TCP services
+    /// name, sorted by name: the last render's when it declared the same
+    /// (see `backends/kept.rs`), else each plan reused or made.
+    #[allow(clippy::too_many_arguments, reason = "the parts of one render")]
+    fn backends(
+        &self,
+        store: &Store,
+        routing: &KeptRouting,
+        gateway_table: &GatewayTable,
+        gateway_view: &GatewayView,
+        tcp_service_backends: BTreeMap<BackendKey, ObjectRef>,
+        ca_files: &mut BTreeMap<String, Vec<u8>>,
+        diags: &mut Diagnostics,
+    ) -> Vec<Arc<BackendPlan>> {
+        let settings = &self.config.settings;
+        let routes = &routing.table;
+        let mut reuse = self.kept_backends.take(store);
+        let mut tcp_referenced = gateway_view.tcp_backends.clone();
+        for (key, referrer) in tcp_service_backends {
+            tcp_referenced.entry(key).or_insert(referrer);
+        }
+        // Each route's backend, and no other: one backend per key.
+        let routes_alone = gateway_table.backends.is_empty()
+            && gateway_view.h2_backends.is_empty()
+            && tcp_referenced.is_empty();
+        if let Some(backends) = reuse.all_again(routes_alone && routing.backends_kept) {
+            self.kept_backends.keep(reuse, store);
+            return backends;
+        }
+        // The Ingresses' backends, then the Gateway API routes' others.
+        let referenced = routes
+            .backends
+            .iter()
+            .map(|(key, referrers)| (key, &referrers.first))
+            .chain(
+                (gateway_table.backends.iter())
+                    .filter(|(key, _)| !routes.backends.contains_key(key)),
+            );
+        let mut backends =
+            backends::backend_plans(store, settings, referenced, ca_files, &mut reuse, diags);
+        backends.extend(h2_backends(
+            store,
+            settings,
+            gateway_view,
+            ca_files,
+            &mut reuse,
+            diags,
+        ));
+        backends.extend(tcp_backends(
+            store,
+            settings,
+            &tcp_referenced,
+            ca_files,
+            &mut reuse,
+            diags,
+        ));
+        backends.sort_by(|a, b| a.name.cmp(&b.name));
+        reuse.declared(&backends, routes_alone);
+        self.kept_backends.keep(reuse, store);
+        backends
     }
 
     /// The render's clock, in Unix seconds.

@@ -28,8 +28,17 @@
 //! longer is forgotten with that render. Renders on several threads with
 //! one renderer each take what is kept at their start (the others then
 //! find nothing and make every plan), and the last to end keeps its own.
+//!
+//! When every backend the last render declared was a kept plan, the list
+//! of them is kept too, sorted as declared ([`BackendReuse::all_again`]):
+//! a render after a change that named no other backend (the routing
+//! table's backends kept, see `ingress/kept.rs`) and changed no Service or
+//! EndpointSlice would reuse each of them, so it takes the list whole, with
+//! no look-up per backend. That is the common change in a large cluster:
+//! a route added to a Service that has others.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hawser_model::{ObjectKey, Store};
@@ -45,6 +54,8 @@ pub(crate) const CHANGED_LIMIT: usize = 64;
 #[derive(Default)]
 pub(crate) struct KeptBackends {
     last: Mutex<Last>,
+    /// Renders that took the last one's backends whole.
+    taken_whole: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -54,6 +65,9 @@ struct Last {
     /// The store it rendered (a copy shares the store's maps, so it costs
     /// little); none before the first render.
     store: Option<Store>,
+    /// The backends it declared, sorted by name, when each was a kept plan
+    /// and each key had one backend (no HTTP/2 or TCP twin).
+    whole: Option<Vec<Arc<BackendPlan>>>,
 }
 
 /// A plan kept, and whether the render under way made or reused it (the
@@ -72,6 +86,13 @@ pub(crate) struct BackendReuse {
     /// The Services whose object or EndpointSlices changed since the last
     /// render; none: no plan kept may be reused.
     changed: Option<BTreeSet<ObjectKey>>,
+    /// The last render's backends (see [`Last::whole`]), then this one's.
+    whole: Option<Vec<Arc<BackendPlan>>>,
+    /// The plans this render made or reused, counted as they are marked.
+    used: usize,
+    /// This render took the last one's backends whole: every plan kept is
+    /// used again.
+    again: bool,
 }
 
 impl KeptBackends {
@@ -88,6 +109,9 @@ impl KeptBackends {
         BackendReuse {
             plans: last.plans,
             changed,
+            whole: last.whole,
+            used: 0,
+            again: false,
         }
     }
 
@@ -95,11 +119,16 @@ impl KeptBackends {
     /// one.
     pub(crate) fn keep(&self, reuse: BackendReuse, store: &Store) {
         let mut plans = reuse.plans;
-        plans.retain(|_, kept| std::mem::replace(&mut kept.used, false));
+        if reuse.again {
+            self.taken_whole.fetch_add(1, Ordering::Relaxed);
+        } else {
+            plans.retain(|_, kept| std::mem::replace(&mut kept.used, false));
+        }
         if let Ok(mut last) = self.last.lock() {
             *last = Last {
                 plans,
                 store: Some(store.clone()),
+                whole: reuse.whole,
             };
         }
     }
@@ -108,7 +137,17 @@ impl KeptBackends {
 impl std::fmt::Debug for KeptBackends {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kept = self.last.lock().map(|last| last.plans.len()).unwrap_or(0);
-        f.debug_struct("KeptBackends").field("kept", &kept).finish()
+        f.debug_struct("KeptBackends")
+            .field("kept", &kept)
+            .field("taken_whole", &self.taken_whole())
+            .finish()
+    }
+}
+
+impl KeptBackends {
+    /// How many renders took the last one's backends whole.
+    pub(crate) fn taken_whole(&self) -> usize {
+        self.taken_whole.load(Ordering::Relaxed)
     }
 }
 
@@ -125,8 +164,32 @@ impl BackendReuse {
         // The h2c and TCP twins of a backend are made from the same key,
         // and find it used already.
         let kept = self.plans.get_mut(key)?;
-        kept.used = true;
+        if !std::mem::replace(&mut kept.used, true) {
+            self.used += 1;
+        }
         Some(Arc::clone(&kept.plan))
+    }
+
+    /// The last render's backends, when this render would declare the same:
+    /// each a kept plan, no Service or EndpointSlice changed since, and
+    /// `named_again` (the routes name the same backends, first by the same
+    /// objects, and nothing else names any).
+    pub(crate) fn all_again(&mut self, named_again: bool) -> Option<Vec<Arc<BackendPlan>>> {
+        let unchanged = self.changed.as_ref().is_some_and(BTreeSet::is_empty);
+        if !(named_again && unchanged) {
+            return None;
+        }
+        let backends = self.whole.clone()?;
+        self.again = true;
+        Some(backends)
+    }
+
+    /// Says which backends this render declared, having made or reused
+    /// each with this reuse; `one_each`: each key gave one backend. Kept
+    /// whole for the next render when each is a kept plan.
+    pub(crate) fn declared(&mut self, backends: &[Arc<BackendPlan>], one_each: bool) {
+        let each_kept = one_each && self.used == backends.len();
+        self.whole = each_kept.then(|| backends.to_vec());
     }
 
     /// Makes room for `more` plans kept, at once rather than as they come.
@@ -138,7 +201,11 @@ impl BackendReuse {
     /// alone, and with nothing reported.
     pub(crate) fn keep(&mut self, key: &BackendKey, plan: &Arc<BackendPlan>) {
         let plan = Arc::clone(plan);
-        self.plans
+        let was = self
+            .plans
             .insert(key.clone(), KeptPlan { plan, used: true });
+        if !was.is_some_and(|was| was.used) {
+            self.used += 1;
+        }
     }
 }

@@ -47,8 +47,8 @@
 //! incremental tests render after many random changes with a kept table and
 //! with a new renderer, and compare every byte.
 
-use std::collections::BTreeSet;
 use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
 use hawser_model::{Ingress, Kind, ObjectKey, ObjectRef, Store};
@@ -87,6 +87,10 @@ pub(crate) struct Routing {
     pub reported: Vec<Diagnostic>,
     /// The table's routes map, patched with it (`routes_map.rs`).
     pub routes_map: Vec<MapEntry>,
+    /// The table's backends are the last render's: the same keys, each
+    /// with the same first referrer (a patch that added, removed or
+    /// re-attributed none). False for a table made anew.
+    pub backends_kept: bool,
 }
 
 impl KeptRoutes {
@@ -96,10 +100,14 @@ impl KeptRoutes {
     pub(crate) fn route_table(&self, store: &Store, settings: &Settings) -> Routing {
         let last = self.last.lock().ok().and_then(|mut last| last.take());
         if let Some(mut kept) = last
-            && let Some(touched) = patch(&mut kept, store, settings)
+            && let Some(Patched {
+                touched,
+                backends_kept,
+            }) = patch(&mut kept, store, settings)
         {
             let routing = &mut kept.routing;
             routes_map::patch(&mut routing.routes_map, &routing.table, &touched);
+            routing.backends_kept = backends_kept;
             return kept.routing;
         }
         let mut diags = Diagnostics::default();
@@ -108,6 +116,7 @@ impl KeptRoutes {
             routes_map: routes_map::entries(&table),
             table,
             reported: diags.into_reported(),
+            backends_kept: false,
         }
     }
 
@@ -129,14 +138,17 @@ impl std::fmt::Debug for KeptRoutes {
     }
 }
 
-/// Makes `kept` the table of `store`, and says which route keys it took
-/// out or put in; none when it cannot be patched (then it is left half
-/// patched, to be dropped).
-fn patch(
-    kept: &mut Kept,
-    store: &Store,
-    settings: &Settings,
-) -> Option<BTreeSet<(RouteMap, String)>> {
+/// What a patch changed.
+struct Patched {
+    /// The route keys it took out or put in.
+    touched: BTreeSet<(RouteMap, String)>,
+    /// No backend was added, removed or given another first referrer.
+    backends_kept: bool,
+}
+
+/// Makes `kept` the table of `store`, and says what it changed; none when
+/// it cannot be patched (then it is left half patched, to be dropped).
+fn patch(kept: &mut Kept, store: &Store, settings: &Settings) -> Option<Patched> {
     let (table, last) = (&kept.routing.table, &kept.store);
     let unchanged = |kind| last.shares(store, kind);
     let read_unchanged = unchanged(Kind::IngressClass)
@@ -148,6 +160,7 @@ fn patch(
     let changed = kept.store.ingress_changes(store, PATCH_LIMIT)?;
     let mut secrets = BTreeSet::new();
     let mut touched = BTreeSet::new();
+    let mut backends_kept = true;
     for key in &changed {
         let old = Part::of(kept.store.ingress(key), &kept.store, settings)?;
         let new = Part::of(store.ingress(key), store, settings)?;
@@ -162,7 +175,7 @@ fn patch(
         }
         secrets.extend(old.table.tls.keys().cloned());
         secrets.extend(new.table.tls.keys().cloned());
-        replace(
+        backends_kept &= replace(
             &mut kept.routing.table,
             &object,
             &old.table,
@@ -177,7 +190,10 @@ fn patch(
         remake_tls_use(&mut kept.routing.table, secret, store)?;
     }
     kept.store = store.clone();
-    Some(touched)
+    Some(Patched {
+        touched,
+        backends_kept,
+    })
 }
 
 /// What one Ingress puts in the table, made alone.
@@ -209,6 +225,8 @@ impl Part {
 
 /// Takes `old`, the part of `object` in `table`, out of it and puts `new`
 /// in; none when a claim, or a backend's first referrer, would change.
+/// Says whether the table's backends stayed as they were: no backend
+/// added, removed or first used by another.
 fn replace(
     table: &mut RouteTable,
     object: &ObjectRef,
@@ -216,7 +234,7 @@ fn replace(
     mut new: RouteTable,
     store: &Store,
     changed: &[ObjectKey],
-) -> Option<()> {
+) -> Option<bool> {
     for map in ROUTE_MAPS {
         let held_alone = |key: &String| {
             table
@@ -244,11 +262,16 @@ fn replace(
         claims.extend(std::mem::take(new.claims_mut(map)));
     }
 
+    // Backends whose last use left, with who used them first: unless the
+    // new part uses them again, first by the same object, they are gone.
+    let mut backends_kept = true;
+    let mut gone = BTreeMap::new();
     for (backend, uses) in &old.backends {
         let referrers = table.backends.get_mut(backend)?;
         referrers.uses = referrers.uses.checked_sub(uses.uses)?;
         if referrers.uses == 0 {
-            table.backends.remove(backend);
+            let left = table.backends.remove(backend)?;
+            gone.insert(backend.clone(), left.first);
         } else if referrers.first == *object {
             return None; // who uses it first now is not kept
         }
@@ -256,6 +279,8 @@ fn replace(
     for (backend, uses) in new.backends {
         match table.backends.entry(backend) {
             Entry::Vacant(vacant) => {
+                let back = gone.remove(vacant.key());
+                backends_kept &= back.is_some_and(|first| first == uses.first);
                 vacant.insert(uses);
             }
             Entry::Occupied(mut occupied) => {
@@ -268,10 +293,13 @@ fn replace(
                 let ingress = store.ingress(&object.key)?;
                 if claim_order(ingress, store.ingress(&first.key)?).is_lt() {
                     referrers.first = object.clone();
+                    backends_kept = false;
                 }
             }
         }
     }
+
+    backends_kept &= gone.is_empty();
 
     table.reads_secrets |= new.reads_secrets;
     table.reads_services |= new.reads_services;
@@ -285,7 +313,7 @@ fn replace(
         let usage = table.tls.entry(secret).or_default();
         usage.referrers.insert(object.clone());
     }
-    Some(())
+    Some(backends_kept)
 }
 
 /// Makes the use of `secret` again from the Ingresses naming it; none when

@@ -77,6 +77,7 @@ fn kept(store: &Store) -> Kept {
             routes_map: routes_map::entries(&table),
             table,
             reported: diags.into_reported(),
+            backends_kept: false,
         },
     }
 }
@@ -90,15 +91,30 @@ fn described(kept: &Kept) -> String {
     format!("{:#?}\n{reported:#?}", kept.routing.table)
 }
 
+/// The backends a table names, each with the object that names it first.
+fn named(kept: &Kept) -> Vec<(String, ObjectRef)> {
+    (kept.routing.table.backends.iter())
+        .map(|(key, referrers)| (key.name(), referrers.first.clone()))
+        .collect()
+}
+
 /// Patches the table of `before` to `after`: whether it could, and
-/// (when it could) checks it is the table made from every Ingress.
+/// (when it could) checks it is the table made from every Ingress, and
+/// that a patch that says it kept the backends did.
 fn patched(before: &Store, after: &Store) -> bool {
     let mut last = kept(before);
-    let Some(touched) = patch(&mut last, after, &settings()) else {
+    let Some(Patched {
+        touched,
+        backends_kept,
+    }) = patch(&mut last, after, &settings())
+    else {
         return false;
     };
     let made = kept(after);
     assert_eq!(described(&last), described(&made));
+    if backends_kept {
+        assert_eq!(named(&kept(before)), named(&made), "backends kept");
+    }
     // The routes map patched by the keys touched is the one made.
     let routing = &mut last.routing;
     routes_map::patch(&mut routing.routes_map, &routing.table, &touched);
@@ -122,7 +138,8 @@ fn ingresses_added_changed_and_removed_are_patched_in() {
     assert!(patched(&before, &after));
 
     let mut last = kept(&before);
-    patch(&mut last, &after, &settings()).expect("patched");
+    let patched_in = patch(&mut last, &after, &settings()).expect("patched");
+    assert!(!patched_in.backends_kept, "a backend came and another went");
     let shared = &last.routing.table.tls[&ObjectKey::new("app", "shared")];
     assert_eq!(
         shared.hosts.iter().collect::<Vec<_>>(),
@@ -159,6 +176,34 @@ fn an_ingress_rejected_or_ignored_is_patched_in_with_its_reasons() {
         "{:?}",
         last.routing.reported
     );
+}
+
+#[test]
+fn a_route_to_a_backend_named_already_keeps_the_backends() {
+    let before = store([ingress("a", "a.test", "web"), ingress("b", "b.test", "api")]);
+    let patch_to = |after: &Store| {
+        let mut last = kept(&before);
+        let patched_in = patch(&mut last, after, &settings()).expect("patched");
+        patched_in.backends_kept
+    };
+    // A new Ingress to a Service another routes to, and a path of b's more.
+    let mut after = before.clone();
+    after.insert(Object::Ingress(ingress("c", "c.test", "web")));
+    let mut b = ingress("b", "b.test", "api");
+    b.rules[0].paths.push(path("/v2", "api"));
+    after.insert(Object::Ingress(b));
+    assert!(patched(&before, &after));
+    assert!(patch_to(&after), "no backend came or went");
+    // A new Service's route names a new backend.
+    let mut new_service = before.clone();
+    new_service.insert(Object::Ingress(ingress("d", "d.test", "new")));
+    assert!(patched(&before, &new_service));
+    assert!(!patch_to(&new_service), "a backend came");
+    // The last route to a Service going takes its backend.
+    let mut gone = before.clone();
+    gone.remove(&ObjectRef::new(Kind::Ingress, ObjectKey::new("app", "b")));
+    assert!(patched(&before, &gone));
+    assert!(!patch_to(&gone), "a backend went");
 }
 
 #[test]
