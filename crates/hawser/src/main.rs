@@ -3,6 +3,7 @@
 mod admin;
 mod cli;
 mod commands;
+mod logs;
 mod metrics;
 
 use std::process::ExitCode;
@@ -11,17 +12,7 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("HAWSER_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(cli.default_log_level()));
-    let logs = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    // HAWSER_LOG_FORMAT=json: one JSON object a line, for log collectors.
-    if std::env::var("HAWSER_LOG_FORMAT").is_ok_and(|f| f == "json") {
-        logs.json().init();
-    } else {
-        logs.with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init();
-    }
+    // Written out when `main` returns.
+    let _log = logs::init(cli.default_log_level());
     commands::run(cli)
 }

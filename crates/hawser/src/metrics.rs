@@ -74,6 +74,9 @@ pub struct Metrics {
     leader_epoch: Gauge,
     sandbox_enforced: Gauge,
     sandbox_landlock_abi: Gauge,
+    log_lines_dropped: Counter,
+    /// Held while the dropped lines are brought up to date at a scrape.
+    log_sync: std::sync::Mutex<()>,
     traffic: traffic::Traffic,
 }
 
@@ -116,6 +119,8 @@ impl Metrics {
             leader_epoch: Gauge::default(),
             sandbox_enforced: Gauge::default(),
             sandbox_landlock_abi: Gauge::default(),
+            log_lines_dropped: Counter::default(),
+            log_sync: std::sync::Mutex::new(()),
             traffic: traffic::Traffic::default(),
             registry: Registry::default(),
         };
@@ -239,6 +244,11 @@ impl Metrics {
             "The kernel's Landlock ABI version (0 without Landlock)",
             m.sandbox_landlock_abi.clone(),
         );
+        registry.register(
+            "log_lines_dropped",
+            "Log lines dropped because stderr was not read fast enough (the log never blocks hawser)",
+            m.log_lines_dropped.clone(),
+        );
         let sandbox = hawser_haproxy::sandbox::support();
         m.sandbox_enforced.set(match sandbox.enforcement {
             Enforcement::Full => 2,
@@ -351,6 +361,7 @@ impl Metrics {
     /// traffic by Kubernetes names too, read from it now.
     pub async fn scrape(&self, agent: Option<&AgentHandle>) -> String {
         self.served_expiry.refresh(SystemTime::now());
+        self.count_dropped_log_lines();
         let mut out = String::new();
         if prometheus_client::encoding::text::encode_registry(&mut out, &self.registry).is_err() {
             out.clear();
@@ -360,6 +371,18 @@ impl Metrics {
         }
         let _ = prometheus_client::encoding::text::encode_eof(&mut out);
         out
+    }
+
+    /// Brings the count of dropped log lines up to the log's own.
+    fn count_dropped_log_lines(&self) {
+        let Ok(_sync) = self.log_sync.lock() else {
+            return;
+        };
+        let dropped = crate::logs::dropped_lines();
+        let counted = self.log_lines_dropped.get();
+        if dropped > counted {
+            self.log_lines_dropped.inc_by(dropped - counted);
+        }
     }
 
     /// Keeps the instruments in step with the agent and controller, until

@@ -67,6 +67,7 @@ mod run_seed_000;
 mod run_served_certificates;
 mod run_spare_backends;
 mod run_ssl_transaction;
+mod run_stalled_log;
 mod run_support_bundle;
 mod run_tcp_services;
 mod run_traffic_metrics;
