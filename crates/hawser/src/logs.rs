@@ -17,8 +17,10 @@ use std::sync::OnceLock;
 
 use tracing_appender::non_blocking::{ErrorCounter, NonBlockingBuilder, WorkerGuard};
 
-/// Lines queued for stderr before new ones are dropped.
-pub const QUEUED_LINES: usize = 64_000;
+/// Lines queued for stderr before new ones are dropped: a burst of
+/// warnings fits, and the queue's slots are allocated at once (a quarter
+/// of a MiB; the default of 128,000 would be 4 MiB).
+pub const QUEUED_LINES: usize = 8_192;
 
 /// The count of lines dropped, once logging is set up.
 static DROPPED: OnceLock<ErrorCounter> = OnceLock::new();
