@@ -88,8 +88,6 @@ pub(crate) struct BackendReuse {
     changed: Option<BTreeSet<ObjectKey>>,
     /// The last render's backends (see [`Last::whole`]), then this one's.
     whole: Option<Vec<Arc<BackendPlan>>>,
-    /// The plans this render made or reused, counted as they are marked.
-    used: usize,
     /// This render took the last one's backends whole: every plan kept is
     /// used again.
     again: bool,
@@ -110,7 +108,6 @@ impl KeptBackends {
             plans: last.plans,
             changed,
             whole: last.whole,
-            used: 0,
             again: false,
         }
     }
@@ -164,9 +161,7 @@ impl BackendReuse {
         // The h2c and TCP twins of a backend are made from the same key,
         // and find it used already.
         let kept = self.plans.get_mut(key)?;
-        if !std::mem::replace(&mut kept.used, true) {
-            self.used += 1;
-        }
+        kept.used = true;
         Some(Arc::clone(&kept.plan))
     }
 
@@ -188,7 +183,8 @@ impl BackendReuse {
     /// each with this reuse; `one_each`: each key gave one backend. Kept
     /// whole for the next render when each is a kept plan.
     pub(crate) fn declared(&mut self, backends: &[Arc<BackendPlan>], one_each: bool) {
-        let each_kept = one_each && self.used == backends.len();
+        let used = self.plans.values().filter(|kept| kept.used).count();
+        let each_kept = one_each && used == backends.len();
         self.whole = each_kept.then(|| backends.to_vec());
     }
 
@@ -201,11 +197,7 @@ impl BackendReuse {
     /// alone, and with nothing reported.
     pub(crate) fn keep(&mut self, key: &BackendKey, plan: &Arc<BackendPlan>) {
         let plan = Arc::clone(plan);
-        let was = self
-            .plans
+        self.plans
             .insert(key.clone(), KeptPlan { plan, used: true });
-        if !was.is_some_and(|was| was.used) {
-            self.used += 1;
-        }
     }
 }

@@ -75,8 +75,9 @@ pub fn lend(wanted: &[Arc<BackendPlan>], previous: &Plan) -> Option<Vec<Arc<Back
             slot.unwrap_or_else(|| emptied(was, SPARE_SOURCE.into(), BackendRole::Spare))
         })
         .collect();
-    // A plan of hawser's is sorted by name; another is sorted here.
-    if !backends.is_sorted_by(|a, b| a.name <= b.name) {
+    // In the previous plan's order: a plan of hawser's is sorted by name;
+    // another is sorted here.
+    if !in_order {
         backends.sort_by(|a, b| a.name.cmp(&b.name));
     }
     Some(backends)
