@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use hawser_haproxy::{AdminState, RuntimeApi, ServerBatch, SocketError, WaitOutcome};
+use hawser_haproxy::{AdminState, CommandBatch, RuntimeApi, SocketError, WaitOutcome};
 use hawser_plan::{FileSet, LIVE_TWINS_MAP_PATH, Plan, ServerPlan, ServerState};
 
 use crate::diff::{MapEdit, RuntimeOp, TwinStep, twin_steps};
@@ -117,8 +117,8 @@ fn removal(op: &RuntimeOp) -> bool {
 /// The server commands of the operations `ops` begins with, while they are
 /// ones whose replies are fixed (servers added, weighed, put in or out of
 /// maintenance), and how many operations that is.
-fn leading_server_batch(ops: &[RuntimeOp]) -> Result<(usize, ServerBatch), OpError> {
-    let mut batch = ServerBatch::new();
+fn leading_server_batch(ops: &[RuntimeOp]) -> Result<(usize, CommandBatch), OpError> {
+    let mut batch = CommandBatch::new();
     for (taken, op) in ops.iter().enumerate() {
         let added = match op {
             RuntimeOp::AddServer { backend, server } => add_server(&mut batch, backend, server),
@@ -143,9 +143,9 @@ fn leading_server_batch(ops: &[RuntimeOp]) -> Result<(usize, ServerBatch), OpErr
 async fn set_servers(
     api: &RuntimeApi,
     ops: &[RuntimeOp],
-    batch: &ServerBatch,
+    batch: &CommandBatch,
 ) -> Result<(), OpError> {
-    api.run_server_batch(batch)
+    api.run_batch(batch)
         .await
         .map_err(|source| batch_error(ops, source))
 }
@@ -157,13 +157,13 @@ async fn remove_servers(api: &RuntimeApi, removals: &[RuntimeOp]) -> Result<(), 
         RuntimeOp::RemoveServer { backend, server } => Some((op, backend, server)),
         _ => None,
     });
-    let mut maintenance = ServerBatch::new();
+    let mut maintenance = CommandBatch::new();
     for (op, backend, server) in servers.clone() {
         maintenance
             .set_server_state(backend, server, AdminState::Maint)
             .map_err(|source| socket_error(op, source))?;
     }
-    api.run_server_batch(&maintenance)
+    api.run_batch(&maintenance)
         .await
         .map_err(|source| batch_error(removals, source))?;
     for (op, backend, server) in servers {
@@ -312,6 +312,12 @@ async fn run(
                     op: describe(op),
                     reason: format!("{LIVE_TWINS_MAP_PATH} names neither copy ({read:?})"),
                 })?;
+            if let Some(batch) = edits_together(&steps) {
+                // No switch of the copy read between them: the edits go in
+                // one session, the copy read first, in the order given.
+                let batch = batch.map_err(socket)?;
+                return api.run_batch(&batch).await.map_err(socket);
+            }
             for step in steps {
                 match step {
                     TwinStep::Edit { map, edit } => edit_map(api, map, edit).await,
@@ -341,6 +347,28 @@ fn describe_edit(edit: &MapEdit) -> String {
     }
 }
 
+/// The edits of `steps` as one batch, when no step switches the copy read
+/// (one entry changed: it is made in the copy read, then in the other).
+/// Where the copy read is switched, that waits for the edits before it to
+/// have succeeded, so those steps go one session at a time.
+fn edits_together(steps: &[TwinStep<'_>]) -> Option<Result<CommandBatch, SocketError>> {
+    let mut batch = CommandBatch::new();
+    for step in steps {
+        let TwinStep::Edit { map, edit } = step else {
+            return None;
+        };
+        let added = match edit {
+            MapEdit::Add { key, value } => batch.add_map(map, key, value),
+            MapEdit::Set { key, value } => batch.set_map(map, key, value),
+            MapEdit::Del { key } => batch.del_map(map, key),
+        };
+        if let Err(e) = added {
+            return Some(Err(e));
+        }
+    }
+    Some(Ok(batch))
+}
+
 async fn edit_map(api: &RuntimeApi, path: &str, edit: &MapEdit) -> Result<(), SocketError> {
     match edit {
         MapEdit::Add { key, value } => api.add_map(path, key, value).await,
@@ -352,7 +380,7 @@ async fn edit_map(api: &RuntimeApi, path: &str, edit: &MapEdit) -> Result<(), So
 /// `add server` creates the server in maintenance; it is enabled unless the
 /// plan wants it there.
 fn add_server(
-    batch: &mut ServerBatch,
+    batch: &mut CommandBatch,
     backend: &str,
     server: &ServerPlan,
 ) -> Result<(), SocketError> {

@@ -61,7 +61,7 @@ pub use policy::{
     ConfigPolicy, CulpritNamer, PolicyError, Reason as PolicyReason, Refusal, TreeDir, TreeFiles,
 };
 pub use runtime::{
-    AdminState, CrtListEntry, DEFAULT_MAX_COMMAND_BYTES, MapInfo, RuntimeApi, ServerBatch,
+    AdminState, CommandBatch, CrtListEntry, DEFAULT_MAX_COMMAND_BYTES, MapInfo, RuntimeApi,
     ServerState, SslCertDetails, SslCertList, StatRow, Stats, TableEntry, WaitOutcome,
 };
 pub use socket_error::SocketError;

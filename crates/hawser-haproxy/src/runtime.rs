@@ -30,7 +30,7 @@ use std::{
     time::Duration,
 };
 
-pub use batch::ServerBatch;
+pub use batch::CommandBatch;
 pub use maps::MapInfo;
 pub use servers::{AdminState, WaitOutcome};
 pub use servers_state::ServerState;

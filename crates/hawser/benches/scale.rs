@@ -54,7 +54,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use hawser_fake_api::FakeApi;
-use hawser_haproxy::{AdminState, MasterCli, RuntimeApi, ServerBatch};
+use hawser_haproxy::{AdminState, CommandBatch, MasterCli, RuntimeApi};
 use serde_json::Value;
 use support::{
     AgentProc, Backends, ControllerProc, Load, LoadTarget, Pki, Pod, Run, RunOptions, pod,
@@ -776,7 +776,7 @@ impl HaproxyAlone {
             let (name, addr) = &self.pods[(index + 1) % self.pods.len()];
             let server = format!("s{index}");
             let began = Instant::now();
-            let mut batch = ServerBatch::new();
+            let mut batch = CommandBatch::new();
             batch
                 .add_server("be0", &server, addr.ip(), addr.port(), &[])
                 .unwrap();
@@ -785,7 +785,7 @@ impl HaproxyAlone {
                 .set_server_state("be0", &previous, AdminState::Maint)
                 .unwrap();
             self.runtime
-                .run_server_batch(&batch)
+                .run_batch(&batch)
                 .await
                 .expect("add server, enable it, the previous one in maintenance");
             durations.push(poll(self.http, "h0.example.com", began, |r| &r.pod == name).await);
@@ -803,13 +803,13 @@ impl HaproxyAlone {
             let (name, addr) = &self.pods[index % self.pods.len()];
             let (backend, host) = (format!("sp{index}"), format!("lent{index}.example.com"));
             let began = Instant::now();
-            let mut batch = ServerBatch::new();
+            let mut batch = CommandBatch::new();
             batch
                 .add_server(&backend, "s", addr.ip(), addr.port(), &[])
                 .unwrap();
             batch.enable_server(&backend, "s").unwrap();
             self.runtime
-                .run_server_batch(&batch)
+                .run_batch(&batch)
                 .await
                 .expect("add server and enable it");
             self.runtime

@@ -88,10 +88,11 @@ fn routes_added(keys: &[&str]) -> RuntimeOp {
     }
 }
 
-/// The copies `add map` went to, in order, from the `from`th command on.
+/// The copies `add map` went to, in order, from the `from`th session on.
 fn edited(commands: &Mutex<Vec<String>>, from: usize) -> Vec<String> {
     commands.lock().unwrap()[from..]
         .iter()
+        .flat_map(|line| line.split(';'))
         .filter(|c| c.starts_with("add map"))
         .map(|c| c.split(' ').nth(2).unwrap_or_default().to_string())
         .collect()
@@ -136,8 +137,17 @@ async fn the_copy_read_is_asked_once_and_known_after_until_forgotten() {
         .expect("applied");
     assert_eq!(shown(&commands), 2);
     // One edit is made in the copy read (the second change left the
-    // routes copy read), then in the other, with no switch between.
+    // routes copy read), then in the other, with no switch between, in one
+    // session: a route added costs one round trip to the worker.
     assert_eq!(edited(&commands, before), [routes, twin]);
+    let sessions = commands.lock().unwrap()[before..].to_vec();
+    assert_eq!(
+        sessions,
+        [
+            format!("show map {LIVE_TWINS_MAP_PATH}"),
+            format!("add map {routes} e.example.com/ be_a;add map {twin} e.example.com/ be_a"),
+        ]
+    );
     let switched = commands.lock().unwrap()[before..]
         .iter()
         .any(|c| c.starts_with(&format!("set map {LIVE_TWINS_MAP_PATH}")));

@@ -1,6 +1,6 @@
-//! Server commands sent together: one session, the commands joined by `;`,
-//! so a change's servers cost one round trip to a busy worker instead of one
-//! per command.
+//! Commands sent together: one session, the commands joined by `;`, so a
+//! change's servers (or one map entry in both copies of a twinned map) cost
+//! one round trip to a busy worker instead of one per command.
 //!
 //! ```text
 //!  add server be/a 10.0.0.1:80 weight 1;enable server be/a;set server be/b state maint
@@ -10,16 +10,18 @@
 //! Measured on HAProxy 3.0.11: a worker runs the `;`-separated commands of
 //! one line in order, carries on after one fails, and answers each as it
 //! would alone, one after another: its text and an empty line, or a lone
-//! newline for a command that says nothing (`enable server`, `set server`).
+//! newline for a command that says nothing (`enable server`, `set server`,
+//! `add map`, `set map`, `del map`).
 //! So a batch did what it asked exactly when its reply is the success
 //! replies end to end; otherwise the first command whose success reply is
 //! not where it should be is the one named, with HAProxy's words. Every
-//! argument is a checked CLI word (no `;`, no `\`), so no name can split a
-//! command or start another.
+//! argument is a checked CLI word (no `;`, no `\`), and map keys and values
+//! have theirs escaped, so no name can split a command or start another.
 
 use std::net::IpAddr;
 
 use super::RuntimeApi;
+use super::maps::map_line;
 use super::servers::{
     AdminState, SERVER_ADDED, add_server_line, enable_line, state_line, weight_line,
 };
@@ -28,10 +30,10 @@ use crate::{
     cli::{self, Command},
 };
 
-/// Server commands to send in as few sessions as the command size limit
-/// allows ([`RuntimeApi::run_server_batch`]).
+/// Commands to send in as few sessions as the command size limit
+/// allows ([`RuntimeApi::run_batch`]).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct ServerBatch {
+pub struct CommandBatch {
     commands: Vec<Batched>,
 }
 
@@ -42,7 +44,7 @@ struct Batched {
     success: &'static str,
 }
 
-impl ServerBatch {
+impl CommandBatch {
     /// An empty batch.
     pub fn new() -> Self {
         Self::default()
@@ -101,6 +103,24 @@ impl ServerBatch {
         Ok(())
     }
 
+    /// `add map`, as [`RuntimeApi::add_map`] sends it.
+    pub fn add_map(&mut self, map: &str, key: &str, value: &str) -> Result<(), SocketError> {
+        self.push(map_line("add", map, key, Some(value))?, "");
+        Ok(())
+    }
+
+    /// `set map`, as [`RuntimeApi::set_map`] sends it.
+    pub fn set_map(&mut self, map: &str, key: &str, value: &str) -> Result<(), SocketError> {
+        self.push(map_line("set", map, key, Some(value))?, "");
+        Ok(())
+    }
+
+    /// `del map`, as [`RuntimeApi::del_map`] sends it.
+    pub fn del_map(&mut self, map: &str, key: &str) -> Result<(), SocketError> {
+        self.push(map_line("del", map, key, None)?, "");
+        Ok(())
+    }
+
     fn push(&mut self, line: String, success: &'static str) {
         self.commands.push(Batched { line, success });
     }
@@ -134,7 +154,7 @@ impl RuntimeApi {
     /// every success reply, naming the first command that failed. The
     /// commands after a failed one in its session ran too (HAProxy carries
     /// on), so what a failed batch leaves is for the caller to put right.
-    pub async fn run_server_batch(&self, batch: &ServerBatch) -> Result<(), SocketError> {
+    pub async fn run_batch(&self, batch: &CommandBatch) -> Result<(), SocketError> {
         for session in batch.sessions(self.max_command_bytes) {
             let lines: Vec<&str> = session.iter().map(|c| c.line.as_str()).collect();
             let command = Command::new(lines.join(";"));
@@ -178,8 +198,8 @@ mod tests {
         Command::new(lines.join(";")).wire(Peer::Worker).len()
     }
 
-    fn batch_of(lines: &[(&str, &'static str)]) -> ServerBatch {
-        let mut batch = ServerBatch::new();
+    fn batch_of(lines: &[(&str, &'static str)]) -> CommandBatch {
+        let mut batch = CommandBatch::new();
         for (line, success) in lines {
             batch.push(line.to_string(), success);
         }
@@ -229,7 +249,7 @@ mod tests {
         let lines: Vec<String> = (0..50)
             .map(|i| format!("set server be/server-{i} state maint"))
             .collect();
-        let mut batch = ServerBatch::new();
+        let mut batch = CommandBatch::new();
         for line in &lines {
             batch.push(line.clone(), "");
         }
@@ -253,7 +273,7 @@ mod tests {
 
     #[test]
     fn names_that_could_start_another_command_are_refused() {
-        let mut batch = ServerBatch::new();
+        let mut batch = CommandBatch::new();
         let error = batch.enable_server("be", "a;del server be/b").unwrap_err();
         assert!(
             matches!(error, SocketError::InvalidArgument { .. }),

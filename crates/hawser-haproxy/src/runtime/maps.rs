@@ -125,34 +125,20 @@ impl RuntimeApi {
 
     /// `set map <map> <key> <value>`: changes the value of every entry with `key`.
     pub async fn set_map(&self, map: &str, key: &str, value: &str) -> Result<(), SocketError> {
-        let command = Command::new(format!(
-            "set map {} {} {}",
-            args::word("map name", map)?,
-            args::map_key(key)?,
-            args::map_value(value)?
-        ));
+        let command = Command::new(map_line("set", map, key, Some(value))?);
         self.expect_empty(&command).await
     }
 
     /// `add map <map> <key> <value>`: adds an entry to the current version
     /// (duplicates are not checked).
     pub async fn add_map(&self, map: &str, key: &str, value: &str) -> Result<(), SocketError> {
-        let command = Command::new(format!(
-            "add map {} {} {}",
-            args::word("map name", map)?,
-            args::map_key(key)?,
-            args::map_value(value)?
-        ));
+        let command = Command::new(map_line("add", map, key, Some(value))?);
         self.expect_empty(&command).await
     }
 
     /// `del map <map> <key>`: removes every entry with `key`.
     pub async fn del_map(&self, map: &str, key: &str) -> Result<(), SocketError> {
-        let command = Command::new(format!(
-            "del map {} {}",
-            args::word("map name", map)?,
-            args::map_key(key)?
-        ));
+        let command = Command::new(map_line("del", map, key, None)?);
         self.expect_empty(&command).await
     }
 
@@ -261,6 +247,26 @@ fn chunks<'a>(
         groups.push(&lines[start..]);
     }
     Ok(groups)
+}
+
+/// `<verb> map <map> <key> [<value>]`, each argument checked and escaped:
+/// one command that says nothing when it succeeds.
+pub(super) fn map_line(
+    verb: &str,
+    map: &str,
+    key: &str,
+    value: Option<&str>,
+) -> Result<String, SocketError> {
+    let mut line = format!(
+        "{verb} map {} {}",
+        args::word("map name", map)?,
+        args::map_key(key)?
+    );
+    if let Some(value) = value {
+        line.push(' ');
+        line.push_str(&args::map_value(value)?);
+    }
+    Ok(line)
 }
 
 #[cfg(test)]

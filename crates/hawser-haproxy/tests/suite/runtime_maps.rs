@@ -1,9 +1,9 @@
 //! Map commands against a real HAProxy: versioned replacement, the
-//! empty-commit trap, one-line edits.
+//! empty-commit trap, one-line edits, edits sent together.
 
 use crate::support;
 
-use hawser_haproxy::{MapInfo, RuntimeApi, SocketError};
+use hawser_haproxy::{CommandBatch, MapInfo, RuntimeApi, SocketError};
 use support::running::RunningHaproxy;
 
 const MAP: &str = "maps/hosts.map";
@@ -134,5 +134,42 @@ async fn one_line_edits_keep_spaces_and_semicolons() {
     assert!(
         matches!(&error, SocketError::Rejected { reply, .. } if reply.starts_with("Unknown map identifier")),
         "{error:?}"
+    );
+}
+
+#[tokio::test]
+async fn map_edits_in_one_session_each_take_and_a_failed_one_is_named() {
+    let haproxy = RunningHaproxy::start().await;
+    let api = &haproxy.runtime;
+
+    // Values with `;` and spaces: escaped, they stay inside their command.
+    let mut batch = CommandBatch::new();
+    batch.add_map(MAP, "x.example.test", "be one;two").unwrap();
+    batch.set_map(MAP, "seed.example.test", "be_other").unwrap();
+    batch.add_map(MAP, "y.example.test", "be_y").unwrap();
+    api.run_batch(&batch).await.unwrap();
+    assert_eq!(
+        api.show_map(MAP).await.unwrap(),
+        owned(&[
+            ("seed.example.test", "be_other"),
+            ("x.example.test", "be one;two"),
+            ("y.example.test", "be_y"),
+        ])
+    );
+
+    // HAProxy carries on past a failed command; the batch names it.
+    let mut batch = CommandBatch::new();
+    batch.del_map(MAP, "x.example.test").unwrap();
+    batch.del_map(MAP, "missing.test").unwrap();
+    batch.del_map(MAP, "y.example.test").unwrap();
+    let error = api.run_batch(&batch).await.unwrap_err();
+    assert!(
+        matches!(&error, SocketError::Rejected { command, reply }
+            if command == "del map maps/hosts.map missing.test" && reply == "Key not found."),
+        "{error:?}"
+    );
+    assert_eq!(
+        api.show_map(MAP).await.unwrap(),
+        owned(&[("seed.example.test", "be_other")])
     );
 }

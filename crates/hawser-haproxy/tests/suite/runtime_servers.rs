@@ -5,7 +5,7 @@ use crate::support;
 
 use std::{net::IpAddr, time::Duration};
 
-use hawser_haproxy::{AdminState, RuntimeApi, ServerBatch, ServerState, SocketError, WaitOutcome};
+use hawser_haproxy::{AdminState, CommandBatch, RuntimeApi, ServerState, SocketError, WaitOutcome};
 use support::running::RunningHaproxy;
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
@@ -204,7 +204,7 @@ async fn server_commands_batched_in_one_session_run_in_order() {
     let haproxy = RunningHaproxy::start().await;
     let api = &haproxy.runtime;
 
-    let mut batch = ServerBatch::new();
+    let mut batch = CommandBatch::new();
     for (name, port) in [("b1", 18101), ("b2", 18102)] {
         batch
             .add_server("be_app", name, LOCALHOST, port, &["weight", "3"])
@@ -215,7 +215,7 @@ async fn server_commands_batched_in_one_session_run_in_order() {
         .set_server_state("be_app", "b1", AdminState::Maint)
         .unwrap();
     batch.set_server_weight("be_app", "b2", 9).unwrap();
-    api.run_server_batch(&batch).await.unwrap();
+    api.run_batch(&batch).await.unwrap();
     let b1 = server(api, "be_app", "b1").await.unwrap();
     let b2 = server(api, "be_app", "b2").await.unwrap();
     assert!(b1.in_maintenance(), "{b1:?}");
@@ -227,12 +227,12 @@ async fn server_commands_batched_in_one_session_run_in_order() {
 
     // The same servers again: the first command fails and is the one named,
     // though HAProxy ran the rest of the line.
-    let mut again = ServerBatch::new();
+    let mut again = CommandBatch::new();
     again
         .add_server("be_app", "b1", LOCALHOST, 18101, &[])
         .unwrap();
     again.enable_server("be_app", "b1").unwrap();
-    match api.run_server_batch(&again).await {
+    match api.run_batch(&again).await {
         Err(SocketError::Rejected { command, reply }) => {
             assert!(command.starts_with("add server be_app/b1 "), "{command}");
             assert!(reply.contains("Already exists"), "{reply}");
@@ -243,13 +243,13 @@ async fn server_commands_batched_in_one_session_run_in_order() {
 
     // More commands than one command line holds go in several sessions.
     let small = api.clone().with_max_command_bytes(120);
-    let mut many = ServerBatch::new();
+    let mut many = CommandBatch::new();
     for name in ["b1", "b2"] {
         for state in [AdminState::Drain, AdminState::Maint] {
             many.set_server_state("be_app", name, state).unwrap();
         }
     }
-    small.run_server_batch(&many).await.unwrap();
+    small.run_batch(&many).await.unwrap();
     for name in ["b1", "b2"] {
         let state = server(api, "be_app", name).await.unwrap();
         assert!(state.in_maintenance(), "{state:?}");
