@@ -312,10 +312,20 @@ async fn run(
                     op: describe(op),
                     reason: format!("{LIVE_TWINS_MAP_PATH} names neither copy ({read:?})"),
                 })?;
-            if let Some(batch) = edits_together(&steps) {
-                // No switch of the copy read between them: the edits go in
-                // one session, the copy read first, in the order given.
-                let batch = batch.map_err(socket)?;
+            // With no switch of the copy read between them (one entry
+            // changed: the copy read, then the other), the edits go in one
+            // session, in order. A switch waits for the edits before it to
+            // have succeeded, so those steps go one session at a time.
+            if steps
+                .iter()
+                .all(|step| matches!(step, TwinStep::Edit { .. }))
+            {
+                let mut batch = CommandBatch::new();
+                for step in &steps {
+                    if let TwinStep::Edit { map, edit } = step {
+                        batch_edit(&mut batch, map, edit).map_err(socket)?;
+                    }
+                }
                 return api.run_batch(&batch).await.map_err(socket);
             }
             for step in steps {
@@ -347,34 +357,20 @@ fn describe_edit(edit: &MapEdit) -> String {
     }
 }
 
-/// The edits of `steps` as one batch, when no step switches the copy read
-/// (one entry changed: it is made in the copy read, then in the other).
-/// Where the copy read is switched, that waits for the edits before it to
-/// have succeeded, so those steps go one session at a time.
-fn edits_together(steps: &[TwinStep<'_>]) -> Option<Result<CommandBatch, SocketError>> {
-    let mut batch = CommandBatch::new();
-    for step in steps {
-        let TwinStep::Edit { map, edit } = step else {
-            return None;
-        };
-        let added = match edit {
-            MapEdit::Add { key, value } => batch.add_map(map, key, value),
-            MapEdit::Set { key, value } => batch.set_map(map, key, value),
-            MapEdit::Del { key } => batch.del_map(map, key),
-        };
-        if let Err(e) = added {
-            return Some(Err(e));
-        }
+/// `edit` of map `path`, added to `batch`.
+fn batch_edit(batch: &mut CommandBatch, path: &str, edit: &MapEdit) -> Result<(), SocketError> {
+    match edit {
+        MapEdit::Add { key, value } => batch.add_map(path, key, value),
+        MapEdit::Set { key, value } => batch.set_map(path, key, value),
+        MapEdit::Del { key } => batch.del_map(path, key),
     }
-    Some(Ok(batch))
 }
 
+/// `edit` of map `path`, in a session of its own.
 async fn edit_map(api: &RuntimeApi, path: &str, edit: &MapEdit) -> Result<(), SocketError> {
-    match edit {
-        MapEdit::Add { key, value } => api.add_map(path, key, value).await,
-        MapEdit::Set { key, value } => api.set_map(path, key, value).await,
-        MapEdit::Del { key } => api.del_map(path, key).await,
-    }
+    let mut batch = CommandBatch::new();
+    batch_edit(&mut batch, path, edit)?;
+    api.run_batch(&batch).await
 }
 
 /// `add server` creates the server in maintenance; it is enabled unless the
