@@ -14,6 +14,7 @@
 //! every library template through these objects; a test below compares them
 //! with the serialized plans, field by field, for every kind of backend.
 
+use std::fmt::Write as _;
 use std::sync::{Arc, LazyLock};
 
 use hawser_plan::{BackendPlan, ServerPlan, ServerState};
@@ -155,6 +156,8 @@ impl Object for LazyServer {
             // Most servers have none, and every one is read.
             "keywords" if server.keywords.is_empty() => NO_KEYWORDS.clone(),
             "keywords" => Value::from(Serde(&server.keywords)),
+            // Not a field of the plan: made from the fields above.
+            "line" => Value::from(server_line(server)),
             _ => return None,
         })
     }
@@ -162,6 +165,49 @@ impl Object for LazyServer {
     fn enumerate(self: &Arc<Self>) -> Enumerator {
         Enumerator::Str(SERVER_FIELDS)
     }
+}
+
+/// The server's line in haproxy.cfg, made from its fields in one go:
+///
+/// ```text
+/// server <name> <address>:<port> weight <weight> [init-addr last,libc,none] [proto <proto>] [<keywords>…] [disabled]
+/// ```
+///
+/// An IPv6 address is in brackets (the `address` filter). A backend's
+/// server lines were most of the templates' work in a large haproxy.cfg,
+/// written field by field (eight values looked up, each one checked as it
+/// was written); the library writes this line instead. Its words after
+/// the address are the ones `add server` is given (weight, protocol,
+/// keywords), so a server added at runtime is the one a reload declares.
+fn server_line(server: &ServerPlan) -> String {
+    let mut line = String::with_capacity(64 + server.name.len() + server.address.len());
+    line.push_str("server ");
+    line.push_str(&server.name);
+    line.push(' ');
+    if server.address.contains(':') {
+        line.push('[');
+        line.push_str(&server.address);
+        line.push(']');
+    } else {
+        line.push_str(&server.address);
+    }
+    // Writing to a String cannot fail.
+    let _ = write!(line, ":{} weight {}", server.port, server.weight);
+    if server.resolve {
+        line.push_str(" init-addr last,libc,none");
+    }
+    if let Some(proto) = &server.proto {
+        line.push_str(" proto ");
+        line.push_str(proto);
+    }
+    for keyword in &server.keywords {
+        line.push(' ');
+        line.push_str(keyword);
+    }
+    if server.state == ServerState::Maintenance {
+        line.push_str(" disabled");
+    }
+    line
 }
 
 #[cfg(test)]
@@ -300,6 +346,69 @@ mod tests {
                     .map_err(|e| e.to_string())
             };
             assert_eq!(of(&lazy), of(&serialized), "{expression:?}");
+        }
+    }
+
+    /// A server's line as the library wrote it before `line`, field by field.
+    const LINE_BY_FIELDS: &str = concat!(
+        "server {{ server.name }} {{ server.address | address }}:{{ server.port }} weight {{ server.weight }}",
+        "{% if server.resolve %} init-addr last,libc,none{% endif %}",
+        "{% if server.proto %} proto {{ server.proto }}{% endif %}",
+        "{% if server.keywords %} {{ server.keywords | join(' ') }}{% endif %}",
+        "{% if server.state == 'maintenance' %} disabled{% endif %}",
+    );
+
+    #[test]
+    fn a_servers_line_is_the_one_its_fields_write() {
+        let mut env = crate::engine::environment(&crate::config::TemplateConfig::default())
+            .expect("the library environment");
+        env.add_template("by_fields", LINE_BY_FIELDS)
+            .expect("the template compiles");
+        env.add_template("line", "{{ server.line }}")
+            .expect("the template compiles");
+        let mut servers: Vec<ServerPlan> = backends()
+            .iter()
+            .flat_map(|backend| backend.servers.clone())
+            .collect();
+        let v6 = ServerPlan {
+            address: "fd00::1:2".to_string(),
+            ..server("ep_v6", ServerState::Ready, None, &["send-proxy-v2"])
+        };
+        let plain = ServerPlan {
+            resolve: false,
+            ..server("ep_plain", ServerState::Ready, None, &[])
+        };
+        let named = ServerPlan {
+            address: "db.example.com".to_string(),
+            ..server(
+                "ep_named",
+                ServerState::Maintenance,
+                None,
+                &["ssl", "sni", "str(db)"],
+            )
+        };
+        servers.extend([v6, plain, named]);
+        let backend = Arc::new(BackendPlan {
+            servers,
+            ..(*backends()[0]).clone()
+        });
+        for index in 0..backend.servers.len() {
+            let server = Value::from_object(LazyServer {
+                backend: Arc::clone(&backend),
+                index,
+            });
+            let render = |name: &str| {
+                let template = env.get_template(name).expect("added above");
+                template
+                    .render(minijinja::context! { server => server.clone() })
+                    .expect("renders")
+            };
+            assert_eq!(
+                render("line"),
+                render("by_fields"),
+                "{:?}",
+                backend.servers[index]
+            );
         }
     }
 }
