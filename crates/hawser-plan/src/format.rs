@@ -162,7 +162,7 @@ pub fn decode(format: u32, bytes: &[u8], files: &FileSet) -> Result<Plan, PlanFo
     let mut plan = parse(format, bytes)?;
     if format >= 3 {
         for map in &mut plan.maps {
-            read_entries(map, files)?;
+            read_entries(map, files, &[])?;
         }
     }
     Ok(plan)
@@ -223,18 +223,15 @@ pub fn decode_after(
         _ => parse_by_backend(format, bytes, earlier)?,
     };
     for map in &mut plan.maps {
-        let kept = earlier
-            .and_then(|e| {
-                e.decoded
-                    .plan
-                    .maps
-                    .iter()
-                    .find(|m| m.path == map.path && m.twin == map.twin)
-            })
-            .filter(|_| unchanged(&map.path) && map.twin.as_deref().is_none_or(&unchanged));
+        let before = earlier.and_then(|e| e.decoded.plan.maps.iter().find(|m| m.path == map.path));
+        let kept = before.filter(|before| {
+            before.twin == map.twin
+                && unchanged(&map.path)
+                && map.twin.as_deref().is_none_or(&unchanged)
+        });
         match kept {
             Some(kept) => map.entries = kept.entries.clone(),
-            None => read_entries(map, files)?,
+            None => read_entries(map, files, before.map_or(&[], |b| &b.entries))?,
         }
     }
     Ok(Decoded {
@@ -368,9 +365,17 @@ fn without_entries(plan: &Plan) -> Plan {
     }
 }
 
-/// Fills `map`'s entries from its file, which must read back exactly as
-/// those entries (one `key value` a line), and checks a twin holds the same.
-fn read_entries(map: &mut MapPlan, files: &FileSet) -> Result<(), PlanFormatError> {
+/// Reads `map`'s entries from its file (one `key value` a line, split at
+/// the first space, every line ended) and checks that a twin holds the
+/// same text. A line that reads as an entry of `earlier` (the same map in
+/// the version before), found in its place or a few places on, is that
+/// entry, shared rather than copied: one route changed leaves thousands of
+/// lines as they were.
+fn read_entries(
+    map: &mut MapPlan,
+    files: &FileSet,
+    earlier: &[MapEntry],
+) -> Result<(), PlanFormatError> {
     let refused = |path: &str, reason| PlanFormatError::MapFile {
         path: path.to_string(),
         reason,
@@ -378,25 +383,54 @@ fn read_entries(map: &mut MapPlan, files: &FileSet) -> Result<(), PlanFormatErro
     let text = files
         .text(&map.path)
         .ok_or_else(|| refused(&map.path, "the version holds no such text file"))?;
-    map.entries = text
-        .split_terminator('\n')
-        .map(|line| {
-            let (key, value) = line.split_once(' ').unwrap_or((line, ""));
-            MapEntry::new(key, value)
-        })
-        .collect();
-    if map.to_file() != text {
-        return Err(refused(
+    let not_entries = || {
+        refused(
             &map.path,
             "the file does not read back as map entries (one `key value` a line)",
-        ));
+        )
+    };
+    if !text.is_empty() && !text.ends_with('\n') {
+        return Err(not_entries());
     }
+    let mut before = EarlierEntries { earlier, next: 0 };
+    let mut entries = Vec::with_capacity(text.len() / 48);
+    for line in text.split_terminator('\n') {
+        let (key, value) = line.split_once(' ').ok_or_else(not_entries)?;
+        entries.push(
+            before
+                .take(key, value)
+                .unwrap_or_else(|| MapEntry::new(key, value)),
+        );
+    }
+    map.entries = entries;
     if let Some(twin) = &map.twin
         && files.text(twin) != Some(text)
     {
         return Err(refused(twin, "a twin must hold the entries of its map"));
     }
     Ok(())
+}
+
+/// The entries of a map in the version before, walked in file order
+/// beside the new file's lines.
+struct EarlierEntries<'a> {
+    earlier: &'a [MapEntry],
+    /// The entry the next line would be, if nothing came or went there.
+    next: usize,
+}
+
+impl EarlierEntries<'_> {
+    /// The entry `key value` of the version before, when it is the next
+    /// one or one a few places on (those between are gone).
+    fn take(&mut self, key: &str, value: &str) -> Option<MapEntry> {
+        let end = self.earlier.len().min(self.next + LOOK_AHEAD + 1);
+        let at = (self.next..end).find(|&at| {
+            let entry = &self.earlier[at];
+            *entry.key == *key && *entry.value == *value
+        })?;
+        self.next = at + 1;
+        Some(self.earlier[at].clone())
+    }
 }
 
 #[cfg(test)]

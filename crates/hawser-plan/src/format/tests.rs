@@ -349,3 +349,83 @@ fn a_backend_kept_from_the_plan_before_is_copied_from_its_bytes() {
         );
     }
 }
+
+/// A route map's entries as `(key, value)`, in file order.
+type Routes = Vec<(String, String)>;
+
+/// An edit of a route map, named.
+type RoutesEdit = (&'static str, fn(&mut Routes));
+
+/// `plan` with its route map (and twin) holding `entries`, in file order.
+fn with_routes(plan: &Plan, entries: &[(String, String)]) -> Plan {
+    let mut next = plan.clone();
+    next.maps[0].entries = entries
+        .iter()
+        .map(|(key, value)| MapEntry::new(key.as_str(), value.as_str()))
+        .collect();
+    next
+}
+
+#[test]
+fn a_changed_map_shares_the_entries_it_had_and_reads_as_a_decode_of_its_own() {
+    let routes: Routes = (0..40)
+        .map(|i| (format!("h{i:02}.example.com/"), format!("be_{}", i % 3)))
+        .collect();
+    let first = with_routes(&plan(), &routes);
+    let first_files = files(&first);
+    let bytes = encode(&first).unwrap();
+    let read = read_after(&first, &first_files, None, &FileSet::default()).unwrap();
+    let earlier = Some((&read, &bytes[..]));
+    let before = &read.plan.maps[0].entries;
+    let shared = |entry: &MapEntry| before.iter().any(|e| Arc::ptr_eq(&e.key, &entry.key));
+
+    let edits: [RoutesEdit; 5] = [
+        ("one added", |r| {
+            r.insert(20, ("new.example.com/".into(), "be_new".into()));
+        }),
+        ("two gone in a row", |r| {
+            r.drain(10..12);
+        }),
+        ("a value changed", |r| r[5].1 = "be_other".into()),
+        ("more gone in a row than are looked past", |r| {
+            r.drain(3..3 + LOOK_AHEAD + 2);
+        }),
+        ("all changed", |r| {
+            for route in r.iter_mut() {
+                route.1.push('x');
+            }
+        }),
+    ];
+    for (edit, apply) in edits {
+        let mut changed = routes.clone();
+        apply(&mut changed);
+        let next = with_routes(&first, &changed);
+        let after = read_after(&next, &files(&next), earlier, &first_files).unwrap();
+        assert_eq!(*after.plan, next, "{edit}");
+        let entries = &after.plan.maps[0].entries;
+        let expected_shared = entries
+            .iter()
+            .filter(|entry| before.contains(entry))
+            .count();
+        let sharing = entries.iter().filter(|entry| shared(entry)).count();
+        // Past a run of gone entries longer than is looked past, lines are
+        // read anew: the same entries, not shared.
+        if edit == "more gone in a row than are looked past" {
+            assert!(sharing < expected_shared, "{edit}");
+        } else {
+            assert_eq!(sharing, expected_shared, "{edit}");
+        }
+    }
+}
+
+#[test]
+fn a_map_file_whose_last_line_is_not_ended_is_refused() {
+    let plan = plan();
+    let bytes = encode(&plan).unwrap();
+    let mut files = files(&plan);
+    for path in [crate::ROUTES_MAP_PATH, crate::ROUTES_TWIN_MAP_PATH] {
+        files.insert(path, FileKind::Map, "a.example.com/ be_app_web_80");
+    }
+    let error = decode(PLAN_FORMAT, &bytes, &files).unwrap_err();
+    assert!(error.to_string().contains("does not read back"), "{error}");
+}
