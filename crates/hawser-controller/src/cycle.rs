@@ -257,6 +257,9 @@ impl RenderCycle {
             );
             sink.deliver(&render);
             self.last = Some(Arc::clone(&render.rendered));
+            // What the sink woke (the pushes to agents, the local agent)
+            // runs first, on this thread, before the bookkeeping below.
+            tokio::task::yield_now().await;
         }
         sink.rendered(&render);
         status.send_modify(|s| {
@@ -291,4 +294,43 @@ fn only_runtime_changes(last: &Rendered, next: &Rendered) -> bool {
     }
     last.plan.structure_digest == next.plan.structure_digest
         && structural(last).eq(structural(next))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink that wakes a task waiting for renders, as the pushes to
+    /// agents and the local agent wait.
+    struct Wakes(watch::Sender<u64>);
+
+    impl Deliver for Wakes {
+        fn deliver(&self, render: &CycleRender) {
+            self.0.send_replace(render.generation.get());
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn what_a_render_wakes_runs_before_the_cycle_goes_on() {
+        let (sink, mut delivered) = watch::channel(0);
+        let (status, seen_status) = watch::channel(ControllerStatus::default());
+        let waiter = tokio::spawn(async move {
+            delivered.changed().await.expect("a render is delivered");
+            // How many renders the cycle had counted when this ran.
+            seen_status.borrow().renders
+        });
+        // The waiter waits before the render.
+        tokio::task::yield_now().await;
+        let renderer = Renderer::new(RenderConfig::default()).expect("the default config");
+        let read = SourceRead {
+            store: Store::new(),
+            problems: Vec::new(),
+            started: Instant::now(),
+        };
+        let mut cycle = RenderCycle::new(Generation::new(1));
+        let generation = cycle.render(read, &renderer, &Wakes(sink), &status).await;
+        assert_eq!(generation, Some(Generation::new(1)));
+        assert_eq!(waiter.await.expect("the waiter ends"), 0);
+        assert_eq!(status.borrow().renders, 1);
+    }
 }

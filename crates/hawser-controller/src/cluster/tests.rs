@@ -174,6 +174,16 @@ impl Source {
             .expect("no render was delivered in time")
             .expect("the source stopped");
         self.config = config;
+        // The cycle counts a render in its status once what the render
+        // woke has run.
+        tokio::time::timeout(
+            PATIENCE,
+            self.status
+                .wait_for(|s| s.generation.is_some_and(|counted| counted >= generation)),
+        )
+        .await
+        .expect("the delivered render was not counted in time")
+        .expect("the source stopped");
         (generation, store)
     }
 
