@@ -4,10 +4,9 @@
 //!
 //! ```text
 //!  change ──► renders begun within BURST?
-//!               none, one ──► complete?  yes ──► render at once           (leading edge)
-//!                                        no  ──► render after SETTLE of quiet
-//!               two       ──► render after SETTLE of quiet
-//!               three     ──► render after DEBOUNCE of quiet, LIMIT after the first at most
+//!               none to two ──► complete?  yes ──► render at once         (leading edge)
+//!                                          no  ──► render after SETTLE of quiet
+//!               three       ──► render after DEBOUNCE of quiet, LIMIT after the first at most
 //!  a file still being written (local) ──► hold, LIMIT after the first at most
 //! ```
 //!
@@ -20,14 +19,14 @@
 //! the half-done state: for a file, that would drop its objects for a
 //! generation.
 //!
-//! A complete change that follows one render closely is taken as the rest
-//! of the same operation (a Service applied with its Ingress, their watch
-//! events a moment apart) and renders at once too: every object the API
-//! server stored is a state it serves, and waiting for quiet there delayed
-//! the operation's route by the whole SETTLE whenever its first object was
-//! rendered alone (docs/benchmarks.md, "The rest of an operation at
-//! once"). After two renders within BURST a change waits SETTLE of quiet,
-//! and after three it is a burst: a `cp -r` or a rolling update is
+//! A complete change that follows one or two renders closely is taken as
+//! the rest of the same operation (a Service applied with its
+//! EndpointSlice and its Ingress, their watch events a few milliseconds
+//! apart) and renders at once too: every object the API server stored is a
+//! state it serves, and waiting for quiet there delayed the operation's
+//! route by the whole SETTLE whenever its first objects were rendered alone
+//! (docs/benchmarks.md, "The rest of an operation at once"). After three
+//! renders within BURST it is a burst: a `cp -r` or a rolling update is
 //! rendered a few times, not once per event. LIMIT bounds every wait, so
 //! churn that never goes quiet still renders.
 
@@ -35,16 +34,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// Quiet awaited after a change that may not be complete yet, or that
-/// follows a render closely.
+/// Quiet awaited after a change that may not be complete yet.
 pub const SETTLE: Duration = Duration::from_millis(10);
 
 /// Quiet awaited during a burst.
 pub const DEBOUNCE: Duration = Duration::from_millis(200);
 
 /// Renders begun this shortly before a change make it the rest of an
-/// operation (one render), a change that settles (two) or part of a burst
-/// (three).
+/// operation (one or two renders) or part of a burst (three).
 pub const BURST: Duration = Duration::from_millis(200);
 
 /// The longest a change waits, however busy the source.
@@ -123,7 +120,7 @@ impl Coalescer {
             return Some(limit);
         }
         let quiet = match pending.recent_renders {
-            0 | 1 if !pending.partial => Duration::ZERO,
+            0..=2 if !pending.partial => Duration::ZERO,
             0..=2 => SETTLE,
             _ => DEBOUNCE,
         };
@@ -202,12 +199,20 @@ mod tests {
     }
 
     #[test]
-    fn a_change_soon_after_two_renders_settles() {
+    fn the_third_object_of_an_operation_renders_at_once() {
+        // A Service rendered, then its EndpointSlice: its Ingress comes.
         let t0 = Instant::now();
         let mut coalescer = Coalescer::default();
         coalescer.rendering(t0);
         coalescer.rendering(t0 + 2 * MS);
         coalescer.changed(t0 + 5 * MS, Change::Complete);
+        assert_eq!(coalescer.deadline(false), Some(t0 + 5 * MS));
+
+        // One that may be half done still settles.
+        let mut coalescer = Coalescer::default();
+        coalescer.rendering(t0);
+        coalescer.rendering(t0 + 2 * MS);
+        coalescer.changed(t0 + 5 * MS, Change::Partial);
         assert_eq!(coalescer.deadline(false), Some(t0 + 5 * MS + SETTLE));
     }
 
@@ -227,10 +232,7 @@ mod tests {
         coalescer.rendering(t0 + BURST);
         coalescer.rendering(t0 + BURST + MS);
         coalescer.changed(t0 + BURST + 5 * MS, Change::Complete);
-        assert_eq!(
-            coalescer.deadline(false),
-            Some(t0 + BURST + 5 * MS + SETTLE)
-        );
+        assert_eq!(coalescer.deadline(false), Some(t0 + BURST + 5 * MS));
     }
 
     #[test]

@@ -1,5 +1,7 @@
-//! One module per subcommand; this one dispatches and turns failures into
-//! exit codes (64 for a bad configuration or arguments, 1 otherwise).
+//! One module per subcommand; this one dispatches (the long-lived ones as a
+//! task on the runtime's worker threads, see `on_workers`) and turns
+//! failures into exit codes (64 for a bad configuration or arguments, 1
+//! otherwise).
 
 mod agent;
 mod certs;

@@ -281,10 +281,11 @@ async fn one_render_for_a_burst_of_changes() {
     source.stop().await;
 }
 
-/// A Service applied with its Ingress: when the Service's watch event comes
-/// alone and is rendered at once, the Ingress a moment later is the rest of
-/// the operation and renders at once too, without waiting for quiet. On
-/// paused time, a wait for quiet shows as time passed.
+/// A Service applied with its EndpointSlice and its Ingress: when the
+/// Service's watch event comes alone and is rendered at once, the objects
+/// a moment later are the rest of the operation and render at once too,
+/// the second and the third, without waiting for quiet. On paused time, a
+/// wait for quiet shows as time passed.
 #[tokio::test(start_paused = true)]
 async fn the_rest_of_an_operation_renders_without_waiting_for_quiet() {
     let (fake, client) = FakeApi::start();
@@ -305,6 +306,16 @@ async fn the_rest_of_an_operation_renders_without_waiting_for_quiet() {
     assert!(
         began.elapsed() < crate::coalesce::SETTLE,
         "the rest of the operation waited {:?} for quiet",
+        began.elapsed()
+    );
+    let began = tokio::time::Instant::now();
+    fake.apply(&ingress("c", "c.example.com", None));
+    let (generation, store) = source.next_delivery().await;
+    assert_eq!(generation, Generation::new(4));
+    assert_eq!(store.ingresses().count(), 3);
+    assert!(
+        began.elapsed() < crate::coalesce::SETTLE,
+        "the third object of the operation waited {:?} for quiet",
         began.elapsed()
     );
     source.stop().await;
