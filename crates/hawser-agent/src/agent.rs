@@ -676,7 +676,7 @@ impl Core {
     ) -> Result<Option<(ApplyKind, String)>, ApplyError> {
         let (version, reasons) = match decide(self.running.view(), desired.view()) {
             Decision::NoOp => {
-                let version = self.stage_timed(desired, phases)?;
+                let version = self.stage_timed(desired, phases).await?;
                 self.check_version(version, desired, phases, Awaited::ByNothing)
                     .await?;
                 self.publish_good(version, desired)?;
@@ -696,7 +696,7 @@ impl Core {
                 }
             }
             Decision::Reload(reasons) => {
-                let version = self.stage_timed(desired, phases)?;
+                let version = self.stage_timed(desired, phases).await?;
                 self.check_version(version, desired, phases, Awaited::ByReload)
                     .await?;
                 (version, reasons)

@@ -24,6 +24,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, symlink};
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use hawser_plan::{FileKind, FileSet, Generation, Plan, RenderedFile, digest};
 
@@ -69,6 +70,10 @@ pub enum TreeError {
         #[source]
         source: io::Error,
     },
+    /// A newer version came while this one was written, and the writing
+    /// stopped: nothing of it is left (see [`TreeStore::stage_unless`]).
+    #[error("the staging of {0} was given up: a newer version came")]
+    GivenUp(VersionName),
 }
 
 impl TreeError {
@@ -79,6 +84,7 @@ impl TreeError {
             TreeError::Damaged { .. } => "damaged",
             TreeError::BadPath(_) => "bad_path",
             TreeError::StateFull { .. } => "disk_full",
+            TreeError::GivenUp(_) => "given_up",
         }
     }
 
@@ -260,7 +266,21 @@ impl TreeStore {
         files: &FileSet,
         plan: &Plan,
     ) -> Result<VersionName, TreeError> {
-        self.stage_files(generation.into(), files, plan)
+        self.stage_unless(generation, files, plan, &AtomicBool::new(false))
+    }
+
+    /// [`TreeStore::stage`], given up ([`TreeError::GivenUp`], nothing left
+    /// on disk) when `given_up` is set before the version is complete. It
+    /// is read before each file and before the rename into place: writing
+    /// stops at most one file (its write and sync) after the flag is set.
+    pub fn stage_unless(
+        &self,
+        generation: impl Into<Generation>,
+        files: &FileSet,
+        plan: &Plan,
+        given_up: &AtomicBool,
+    ) -> Result<VersionName, TreeError> {
+        self.stage_files(generation.into(), files, plan, given_up)
             .map_err(|e| e.full_in(&self.base))
     }
 
@@ -269,7 +289,15 @@ impl TreeStore {
         generation: Generation,
         files: &FileSet,
         plan: &Plan,
+        given_up: &AtomicBool,
     ) -> Result<VersionName, TreeError> {
+        let stop_if_given_up = || {
+            if given_up.load(Ordering::Relaxed) {
+                Err(TreeError::GivenUp(VersionName(generation)))
+            } else {
+                Ok(())
+            }
+        };
         let version = VersionName(generation);
         let plan_json = serde_json::to_vec(plan).map_err(|e| TreeError::Damaged {
             version,
@@ -295,6 +323,7 @@ impl TreeStore {
         let mut dirs = vec![staging.path().to_path_buf()];
         let donor = self.donor();
         for (path, file) in files.iter() {
+            stop_if_given_up()?;
             let relative = plain_relative(path)?;
             let dest = staging.path().join(relative);
             if let Some(parent) = dest.parent()
@@ -323,6 +352,7 @@ impl TreeStore {
         for dir in dirs.iter().rev() {
             sync_dir(dir)?;
         }
+        stop_if_given_up()?;
         staging.rename_to(&target)?;
         sync_dir(&self.base)?;
         Ok(version)

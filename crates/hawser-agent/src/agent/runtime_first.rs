@@ -16,6 +16,8 @@
 //!  a newer version comes during the settle, staging or check:
 //!    the check is left to it (its tree holds this change too), and the newer
 //!    version is applied at once; `current` stays on the checked version.
+//!    A staging is given up (it runs on a blocking thread, and stops at its
+//!    next file, leaving nothing), a check killed.
 //!    If the newer version is refused, the tree of what runs is checked on
 //!    its own (passed: it becomes `current`; refused: HAProxy goes back to
 //!    the checked version)
@@ -104,7 +106,7 @@ async fn newer_version(newer: &watch::Receiver<Option<Arc<Desired>>>) {
 }
 
 /// Runs `step` unless a newer version comes first (`None` then).
-async fn unless_newer<T>(
+pub(super) async fn unless_newer<T>(
     newer: &watch::Receiver<Option<Arc<Desired>>>,
     step: impl Future<Output = T>,
 ) -> Option<T> {
@@ -214,8 +216,19 @@ impl Core {
                 return Ok(AtRuntime::CheckLeftToNewer(summary()));
             }
         }
-        let version = match self.stage_timed(desired, phases) {
-            Ok(version) => version,
+        // A change that failed at runtime is staged to the end: the reload
+        // that makes it needs the tree.
+        let staged = if executed.is_ok() && may_leave {
+            self.stage_unless_newer(desired, newer, phases).await
+        } else {
+            self.stage_timed(desired, phases).await.map(Some)
+        };
+        let version = match staged {
+            Ok(Some(version)) => version,
+            Ok(None) => {
+                self.leave_check_to_newer(desired);
+                return Ok(AtRuntime::CheckLeftToNewer(summary()));
+            }
             Err(unstaged) => {
                 warn!("the version of a runtime change cannot be staged ({unstaged}); undoing it");
                 self.undo(desired).await;
@@ -287,7 +300,7 @@ impl Core {
         let running = self.running.as_desired();
         let generation = running.generation.get();
         let mut phases = Phases::beginning(Instant::now());
-        let checked = match self.stage_timed(&running, &mut phases) {
+        let checked = match self.stage_timed(&running, &mut phases).await {
             Ok(version) => self
                 .check_version(version, &running, &mut phases, Awaited::ByNothing)
                 .await

@@ -248,3 +248,42 @@ fn a_version_links_the_files_it_shares_with_current() {
     fs::remove_dir_all(store.version_path(first)).expect("remove");
     assert_eq!(store.read(third).expect("read"), (files("a c\n"), plan()));
 }
+
+#[test]
+fn a_staging_given_up_stops_and_leaves_nothing() {
+    let (_dir, store) = store();
+    let given_up = AtomicBool::new(true);
+    let err = store
+        .stage_unless(3, &files("a b\n"), &plan(), &given_up)
+        .expect_err("given up before it began");
+    assert_eq!(err.metric_label(), "given_up");
+
+    // Given up while it writes: many files, each synced.
+    let mut many = files("a b\n");
+    for i in 0..2_000 {
+        many.insert(format!("maps/{i}.map"), FileKind::Map, format!("k{i} v\n"));
+    }
+    let given_up = AtomicBool::new(false);
+    let base = store.base().to_path_buf();
+    let writing = || {
+        fs::read_dir(&base)
+            .expect("base")
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(STAGING_PREFIX))
+    };
+    let err = std::thread::scope(|scope| {
+        let staging = scope.spawn(|| store.stage_unless(4, &many, &plan(), &given_up));
+        while !writing() && !staging.is_finished() {
+            std::thread::yield_now();
+        }
+        given_up.store(true, Ordering::Relaxed);
+        staging.join().expect("stages")
+    })
+    .expect_err("given up while it wrote");
+    assert_eq!(
+        err.to_string(),
+        "the staging of v00000000000000000004 was given up: a newer version came"
+    );
+    assert!(!writing(), "its staging directory is removed");
+    assert_eq!(store.versions().expect("versions"), Vec::new());
+}

@@ -397,3 +397,78 @@ async fn an_apply_is_answered_once_its_change_is_live_before_its_check_ends() {
     assert_eq!(get_body(port, "/x").await, "new");
     agent.shutdown().await.expect("shutdown");
 }
+
+/// A file nothing loads (the configuration names no crt-list), whose
+/// content the runtime decision does not read: a version that changes it
+/// is still a runtime change, and writes and syncs it when staged. Large,
+/// so that its staging lasts long after it begins, on any disk.
+const UNREAD: &str = "certs/unread.crtlist";
+
+fn with_unread_file(mut desired: Desired, content: &[u8]) -> Desired {
+    Arc::make_mut(&mut desired.files).insert(UNREAD, FileKind::CrtList, content);
+    desired
+}
+
+/// Whether a staging directory (a version being written) is in the tree.
+fn staging_in(paths: &AgentPaths) -> bool {
+    let entries = std::fs::read_dir(paths.tree()).expect("the tree");
+    entries
+        .flatten()
+        .any(|entry| entry.file_name().to_string_lossy().starts_with("staging."))
+}
+
+#[tokio::test]
+async fn a_newer_version_does_not_wait_for_the_staging_of_a_live_one() {
+    let (_state, paths, agent) = start().await;
+    let handle = agent.handle();
+    let mut outcomes = handle.outcomes();
+    let port = free_port();
+    let first = handle.next_generation();
+    let [second, third] = [first.next(), first.next().next()];
+    let unread = |fill: u8| vec![fill; 64 << 20];
+
+    let old = version(&paths, first, port, "old", "");
+    handle.submit(with_unread_file(old, &unread(b'a')));
+    assert_eq!(outcome(&mut outcomes).await.kind, ApplyKind::Reload);
+    let checked = current(&paths);
+
+    // Live at once; its tree, with a new unread file, takes long to write.
+    let mid = version(&paths, second, port, "mid", "");
+    handle.submit(with_unread_file(mid, &unread(b'b')));
+    until_answered(port, "mid").await;
+    tokio::time::timeout(TIMEOUT, async {
+        while !staging_in(&paths) {
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .expect("the second version is staged");
+    assert_eq!(current(&paths), checked, "its staging has not ended");
+
+    // The third keeps the first's unread file: its own staging is quick.
+    let new = version(&paths, third, port, "new", "");
+    handle.submit(with_unread_file(new, &unread(b'a')));
+    expect_left_to_newer(&outcome_of(&mut outcomes, second).await, second);
+    let applied = outcome_of(&mut outcomes, third).await;
+    assert_eq!(applied.kind, ApplyKind::Runtime, "{applied:?}");
+    assert_eq!(get_body(port, "/x").await, "new");
+    assert_eq!(
+        current(&paths),
+        name_of(third),
+        "its checked tree is current"
+    );
+
+    // The given-up staging stops on its own and leaves nothing.
+    tokio::time::timeout(TIMEOUT, async {
+        while staging_in(&paths) {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the given-up staging ends");
+    assert!(
+        !paths.tree().join(name_of(second)).exists(),
+        "the second version's staging was given up, not finished"
+    );
+    agent.shutdown().await.expect("shutdown");
+}
