@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use axum::serve::ListenerExt as _;
 use http::{Method, Request, Response, StatusCode, header};
 use kube::client::Body;
 use serde_json::Value;
@@ -46,6 +47,11 @@ pub(crate) async fn serve_http(shared: Shared, listener: tokio::net::TcpListener
                 .await
                 .map(axum::body::Body::new)
         }
+    });
+    // As the API server does (Go turns Nagle's algorithm off on every TCP
+    // connection): a watch event is sent as it is written.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
     });
     let _ = axum::serve(listener, app).await;
 }

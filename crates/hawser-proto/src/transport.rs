@@ -54,6 +54,14 @@ pub fn incoming(
                     continue;
                 }
             };
+            // An Apply's answer is a few small writes (HTTP/2 headers, data,
+            // trailers, each a TLS record): held back by Nagle's algorithm
+            // until the controller acknowledged the first, which it delays,
+            // an answer came about 40 ms late whenever versions followed
+            // each other closely, and the controller's next push with it.
+            if let Err(e) = tcp.set_nodelay(true) {
+                debug!(%peer, "cannot turn Nagle's algorithm off: {e}");
+            }
             let acceptor = acceptor.clone();
             let out = tx.clone();
             tokio::spawn(async move {
@@ -165,3 +173,6 @@ pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests;
