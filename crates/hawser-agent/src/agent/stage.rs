@@ -33,9 +33,7 @@ impl Core {
         let began = Instant::now();
         let staged = self.stage_on_blocking_thread(desired, Arc::default()).await;
         phases.stage += began.elapsed();
-        staged
-            .inspect_err(|e| self.stage_failed(e))
-            .map_err(ApplyError::Stage)
+        self.counted(staged)
     }
 
     /// [`Core::stage_timed`], unless a `newer` version comes first
@@ -56,8 +54,13 @@ impl Core {
             given_up.store(true, Ordering::Relaxed);
             return Ok(None);
         };
+        self.counted(staged).map(Some)
+    }
+
+    /// A staging's result, its failure counted (and a full disk answered)
+    /// before it is returned.
+    fn counted(&self, staged: Result<VersionName, TreeError>) -> Result<VersionName, ApplyError> {
         staged
-            .map(Some)
             .inspect_err(|e| self.stage_failed(e))
             .map_err(ApplyError::Stage)
     }
