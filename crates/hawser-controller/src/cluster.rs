@@ -78,7 +78,7 @@ use self::extra::{ExtraChange, ExtraObjects};
 use self::seen::Cluster;
 use self::watch::Message;
 use crate::coalesce::{Change, Coalescer, QUEUED_AT_ONCE, sleep_until};
-use crate::cycle::{ControllerStatus, Deliver, RenderCycle, SourceRead};
+use crate::cycle::{ControllerStatus, Deliver, RenderCycle, SourceRead, renderer_changed};
 use crate::quarantine::Judge;
 
 /// The annotation `kubectl apply` leaves on objects: a full copy of the
@@ -168,6 +168,7 @@ pub async fn run_kube(
     let mut config_open = true;
     let mut cycle = RenderCycle::new(first_generation).judged_by(judge);
     let mut coalescer = Coalescer::default();
+    let mut renderer_changes = sink.renderer_changes();
     tokio::pin!(stop);
     loop {
         // A (re)listed cluster renders as soon as every watch has listed:
@@ -196,6 +197,9 @@ pub async fn run_kube(
                     coalescer.changed(Instant::now(), Change::Complete);
                     current = next;
                 }
+            }
+            () = renderer_changed(&mut renderer_changes) => {
+                coalescer.changed(Instant::now(), Change::Complete);
             }
             message = watching.messages.recv() => {
                 let Some(message) = message else { break };

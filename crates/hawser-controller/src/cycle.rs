@@ -32,6 +32,14 @@ pub trait Deliver {
         None
     }
 
+    /// Changes each time [`Deliver::renderer`] would give another renderer
+    /// (the fleet's agents say what they ask for): the source renders
+    /// again at once, its store as it is, so that the next change is not
+    /// the one to pay for the new renderer. `None`: it never changes.
+    fn renderer_changes(&self) -> Option<watch::Receiver<()>> {
+        None
+    }
+
     /// A render that differs from the last: the next generation.
     fn deliver(&self, render: &CycleRender);
 
@@ -41,6 +49,19 @@ pub trait Deliver {
     /// the one whose configuration this render is: the new one, or the
     /// last delivered when the render is equal to it.
     fn rendered(&self, _render: &CycleRender) {}
+}
+
+/// Resolves when `changes` (a sink's [`Deliver::renderer_changes`]) says
+/// the renderer changed; never when there are none to follow.
+pub async fn renderer_changed(changes: &mut Option<watch::Receiver<()>>) {
+    if let Some(receiver) = changes {
+        if receiver.changed().await.is_ok() {
+            return;
+        }
+        // The sink is gone: nothing will change any more.
+        *changes = None;
+    }
+    std::future::pending().await
 }
 
 /// One render of the cycle, as handed to a [`Deliver`] sink.

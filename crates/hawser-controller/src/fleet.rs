@@ -364,6 +364,10 @@ impl Deliver for FleetSink {
         self.renders.cycle_renderer(base)
     }
 
+    fn renderer_changes(&self) -> Option<watch::Receiver<()>> {
+        Some(self.renders.cycle_renderer_changes())
+    }
+
     fn deliver(&self, render: &CycleRender) {
         let rendered = &render.rendered;
         self.snapshots.send_replace(Some(Arc::new(Snapshot {

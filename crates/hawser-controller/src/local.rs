@@ -31,7 +31,7 @@ use tokio::time::Instant;
 use tracing::warn;
 
 use crate::coalesce::{Change, Coalescer, QUEUED_AT_ONCE, sleep_until};
-use crate::cycle::{ControllerStatus, Deliver, RenderCycle, SourceRead};
+use crate::cycle::{ControllerStatus, Deliver, RenderCycle, SourceRead, renderer_changed};
 use crate::quarantine::Judge;
 
 #[cfg(test)]
@@ -83,6 +83,7 @@ pub async fn run_local(
     let mut writing = BTreeSet::new();
     // What the events since the last read touched.
     let mut changed = Changed::Everything;
+    let mut renderer_changes = sink.renderer_changes();
     coalescer.rendering(Instant::now());
     read_and_render(
         &mut reader,
@@ -99,6 +100,10 @@ pub async fn run_local(
         let deadline = coalescer.deadline(!writing.is_empty());
         tokio::select! {
             () = &mut stop => return Ok(()),
+            // The directory as it was read, rendered again.
+            () = renderer_changed(&mut renderer_changes) => {
+                coalescer.changed(Instant::now(), Change::Complete);
+            }
             event = events.recv() => {
                 let Some(event) = event else { return Ok(()) };
                 // The events of one operation (a file written and renamed

@@ -92,14 +92,32 @@ fn apply_backend(fake: &FakeApi) {
 
 type Delivery = (Generation, Arc<Store>, Arc<RenderConfig>);
 
-/// Where the source delivers, and every store it renders.
+/// Where the source delivers, every store it renders, and the renderer
+/// its agents ask for (`None`: the source's own).
 #[derive(Debug, Clone)]
 struct Deliveries(
     mpsc::UnboundedSender<Delivery>,
     Arc<watch::Sender<Option<crate::fleet::RenderedStore>>>,
+    Arc<watch::Sender<Option<Arc<Renderer>>>>,
 );
 
 impl Deliver for Deliveries {
+    fn renderer(&self, _base: &Renderer) -> Option<Arc<Renderer>> {
+        self.2.borrow().clone()
+    }
+
+    fn renderer_changes(&self) -> Option<watch::Receiver<()>> {
+        // Every change of the agents' renderer, as a change of nothing.
+        let mut agents = self.2.subscribe();
+        let (changed, changes) = watch::channel(());
+        tokio::spawn(async move {
+            while agents.changed().await.is_ok() {
+                changed.send_replace(());
+            }
+        });
+        Some(changes)
+    }
+
     fn deliver(&self, render: &crate::cycle::CycleRender) {
         let _ = self.0.send((
             render.generation,
@@ -123,6 +141,8 @@ struct Source {
     configure: watch::Sender<SourceConfig>,
     /// Every store rendered, delivered or not.
     stores: watch::Receiver<Option<crate::fleet::RenderedStore>>,
+    /// What the agents ask for, as the fleet tells the source.
+    agents_renderer: Arc<watch::Sender<Option<Arc<Renderer>>>>,
     status: watch::Receiver<ControllerStatus>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
@@ -146,10 +166,11 @@ impl Source {
         let (status_tx, status) = watch::channel(ControllerStatus::default());
         let (stop, stopped) = oneshot::channel::<()>();
         let (configure, config) = watch::channel(config);
+        let agents_renderer = Arc::new(watch::Sender::new(None));
         let task = tokio::spawn(run_kube(
             client,
             config,
-            Deliveries(tx, Arc::new(stores_tx)),
+            Deliveries(tx, Arc::new(stores_tx), Arc::clone(&agents_renderer)),
             Generation::new(1),
             None,
             status_tx,
@@ -162,6 +183,7 @@ impl Source {
             config: Arc::default(),
             configure,
             stores,
+            agents_renderer,
             status,
             stop: Some(stop),
             task,
@@ -318,6 +340,31 @@ async fn the_rest_of_an_operation_renders_without_waiting_for_quiet() {
         "the third object of the operation waited {:?} for quiet",
         began.elapsed()
     );
+    source.stop().await;
+}
+
+/// A controller renders before any agent says what it asks for; once they
+/// have, it renders for them again at once, its store as it is, rather
+/// than with the next change (which would then wait for the first render
+/// and check under the agents' settings).
+#[tokio::test]
+async fn agents_asking_for_other_settings_render_again_without_a_change() {
+    let (fake, client) = FakeApi::start();
+    apply_backend(&fake);
+    fake.apply(&ingress("a", "a.example.com", None));
+    let mut source = Source::start(client, KubeSourceOptions::default());
+    let (generation, first) = source.next_delivery().await;
+    assert_eq!(generation, Generation::new(1));
+    assert_eq!(source.config.settings.https_port, 443);
+
+    let mut asked = RenderConfig::default();
+    asked.settings.https_port = 9443;
+    let asked = Arc::new(Renderer::new(asked).unwrap());
+    source.agents_renderer.send_replace(Some(asked));
+    let (generation, store) = source.next_delivery().await;
+    assert_eq!(generation, Generation::new(2));
+    assert_eq!(source.config.settings.https_port, 9443);
+    assert_eq!(hosts(&store), hosts(&first));
     source.stop().await;
 }
 

@@ -9,6 +9,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use tokio::sync::watch;
+
 use hawser_plan::{Encoded, PLAN_FORMAT, PlanFormatError, digest, encode_after};
 use hawser_proto::v1;
 use hawser_render::{CertificatePem, RenderConfig, RenderError, Rendered, Renderer};
@@ -108,6 +110,9 @@ pub struct Renders {
     built: Mutex<HashMap<SettingsKey, Arc<Built>>>,
     /// The settings each linked agent last asked for, by agent address.
     asked: Mutex<BTreeMap<String, SettingsKey>>,
+    /// Told each time the settings most agents ask for change (see
+    /// [`Renders::cycle_renderer_changes`]).
+    cycle_renderer_changed: watch::Sender<()>,
 }
 
 #[derive(Debug)]
@@ -131,38 +136,50 @@ impl Renders {
             }),
             built: Mutex::default(),
             asked: Mutex::default(),
+            cycle_renderer_changed: watch::Sender::new(()),
         })
     }
 
     /// Notes the settings the agent at `agent` asks for.
     pub fn asked_by(&self, agent: &str, settings: &SettingsKey) {
-        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
-        if asked.get(agent) != Some(settings) {
+        self.update_asked(|asked| {
+            if asked.get(agent) == Some(settings) {
+                return false;
+            }
             asked.insert(agent.to_string(), settings.clone());
-        }
+            true
+        });
     }
 
     /// Forgets an agent that left the fleet.
     pub fn forget(&self, agent: &str) {
-        self.asked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(agent);
+        self.update_asked(|asked| asked.remove(agent).is_some());
     }
 
-    /// The settings most agents ask for (the smallest of equals), `None`
-    /// before any agent said.
-    fn most_asked(&self) -> Option<SettingsKey> {
-        let asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut counts: BTreeMap<&SettingsKey, usize> = BTreeMap::new();
-        for settings in asked.values() {
-            *counts.entry(settings).or_default() += 1;
+    /// Changes `asked` (`update` says whether it did), telling
+    /// [`Renders::cycle_renderer_changes`] when the settings most agents
+    /// ask for changed with it.
+    fn update_asked(&self, update: impl FnOnce(&mut BTreeMap<String, SettingsKey>) -> bool) {
+        let mut asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        let before = most_asked(&asked);
+        if update(&mut asked) && most_asked(&asked) != before {
+            self.cycle_renderer_changed.send_replace(());
         }
-        let most = counts.values().copied().max()?;
-        counts
-            .into_iter()
-            .find(|(_, count)| *count == most)
-            .map(|(settings, _)| settings.clone())
+    }
+
+    /// Changes each time [`Renders::cycle_renderer`] would give another
+    /// renderer: when the first agent says what it asks for (a controller
+    /// start renders before any agent could), and when what most agents
+    /// ask for changes. The source renders again at once, so that no
+    /// change pays for the first render, and the first check, under the
+    /// new settings (docs/benchmarks.md, "The first render for the
+    /// agents' settings").
+    pub fn cycle_renderer_changes(&self) -> watch::Receiver<()> {
+        self.cycle_renderer_changed.subscribe()
+    }
+
+    fn most_asked(&self) -> Option<SettingsKey> {
+        most_asked(&self.asked.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The renderer the render cycle should render with: `base` (the
@@ -280,6 +297,20 @@ impl Renders {
             .insert(settings.clone(), Arc::clone(&renderer));
         Ok(renderer)
     }
+}
+
+/// The settings most agents ask for (the smallest of equals), `None`
+/// before any agent said.
+fn most_asked(asked: &BTreeMap<String, SettingsKey>) -> Option<SettingsKey> {
+    let mut counts: BTreeMap<&SettingsKey, usize> = BTreeMap::new();
+    for settings in asked.values() {
+        *counts.entry(settings).or_default() += 1;
+    }
+    let most = counts.values().copied().max()?;
+    counts
+        .into_iter()
+        .find(|(_, count)| *count == most)
+        .map(|(settings, _)| settings.clone())
 }
 
 #[cfg(test)]

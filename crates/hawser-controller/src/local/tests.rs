@@ -15,10 +15,15 @@ use crate::cycle::CycleRender;
 const PATIENCE: Duration = Duration::from_secs(20);
 
 /// Every store rendered, delivered or not (an Ingress of a class nobody
-/// defines changes no configuration, but is read all the same).
-struct Stores(mpsc::UnboundedSender<Arc<Store>>);
+/// defines changes no configuration, but is read all the same), and when
+/// the renderer the sink asks for changes.
+struct Stores(mpsc::UnboundedSender<Arc<Store>>, watch::Receiver<()>);
 
 impl Deliver for Stores {
+    fn renderer_changes(&self) -> Option<watch::Receiver<()>> {
+        Some(self.1.clone())
+    }
+
     fn deliver(&self, _render: &CycleRender) {}
 
     fn rendered(&self, render: &CycleRender) {
@@ -39,6 +44,8 @@ fn ingress_names(store: &Store) -> Vec<String> {
 
 struct Local {
     stores: mpsc::UnboundedReceiver<Arc<Store>>,
+    /// Tells the source the sink's renderer changed.
+    renderer_changed: watch::Sender<()>,
     stop: Option<oneshot::Sender<()>>,
 }
 
@@ -48,10 +55,11 @@ impl Local {
         let (status, _) = watch::channel(ControllerStatus::default());
         let (stop, stopped) = oneshot::channel::<()>();
         let renderer = Renderer::new(RenderConfig::default()).unwrap();
+        let (renderer_changed, renderer_changes) = watch::channel(());
         tokio::spawn(run_local(
             dir,
             renderer,
-            Stores(tx),
+            Stores(tx, renderer_changes),
             Generation::new(1),
             None,
             status,
@@ -61,6 +69,7 @@ impl Local {
         ));
         Local {
             stores,
+            renderer_changed,
             stop: Some(stop),
         }
     }
@@ -112,6 +121,17 @@ async fn a_file_written_in_two_parts_is_never_read_half_written() {
             break;
         }
     }
+}
+
+#[tokio::test]
+async fn another_renderer_renders_the_directory_again_as_it_was_read() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("first.yaml"), ingress("first")).unwrap();
+    let mut local = Local::start(dir.path().to_path_buf());
+    assert_eq!(ingress_names(&*local.next().await), ["first"]);
+
+    local.renderer_changed.send_replace(());
+    assert_eq!(ingress_names(&*local.next().await), ["first"]);
 }
 
 #[tokio::test]

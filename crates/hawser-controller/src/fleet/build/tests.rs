@@ -219,6 +219,33 @@ fn the_cycle_renders_for_the_settings_most_agents_ask_for() {
 }
 
 #[test]
+fn the_cycle_renderer_changes_when_what_most_agents_ask_for_changes() {
+    let renders = Renders::new(
+        RenderConfig::default(),
+        generate_default_certificate().unwrap(),
+    )
+    .unwrap();
+    let mut changes = renders.cycle_renderer_changes();
+    let common = settings(&[("httpsPort", "9443")]);
+    renders.asked_by("a", &common);
+    assert!(changes.has_changed().unwrap(), "the first agent said");
+    changes.mark_unchanged();
+
+    renders.asked_by("a", &common);
+    renders.asked_by("b", &common);
+    renders.asked_by("c", &settings(&[("httpsPort", "9444")]));
+    renders.forget("c");
+    assert!(
+        !changes.has_changed().unwrap(),
+        "most agents still ask for the same"
+    );
+
+    renders.forget("a");
+    renders.forget("b");
+    assert!(changes.has_changed().unwrap(), "no agent asks any more");
+}
+
+#[test]
 fn agents_asking_for_the_cycle_settings_take_its_render_as_it_is() {
     let common = settings(&[("httpsPort", "9443")]);
     let (renders, cycle) = asked_for(&common);
