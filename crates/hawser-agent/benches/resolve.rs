@@ -67,6 +67,7 @@ fn request(held: &Held, next: &Rendered) -> v1::ApplyRequest {
         files,
         plan_digest,
         plan_format: PLAN_FORMAT,
+        edits: Vec::new(),
         blobs,
         controller: "bench".to_string(),
     }

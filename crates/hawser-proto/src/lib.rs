@@ -1,7 +1,7 @@
 //! The controller↔agent contract and its transport.
 //!
 //! ```text
-//!  controller ──Apply(epoch, expected, generation, files by digest, plan_format, blobs)──► agent
+//!  controller ──Apply(epoch, expected, generation, files by digest, plan_format, blobs, edits)──► agent
 //!             ◄─ApplyResponse(outcome, HAProxy's words | missing digests)──
 //!             ◄─WatchState: State on every change (generation, digests, last result)─
 //! ```
@@ -9,6 +9,7 @@
 //! The messages live in `proto/agent.proto` (compiled by protox, so no
 //! `protoc` binary is needed). [`transport`] carries them over TLS 1.3 only,
 //! both sides authenticated: there is no plaintext path at all.
+//! [`blob_edit`] makes and applies the edits a changed file travels as.
 //! `docs/agent-protocol.md` describes the exchange. The plan is a blob whose
 //! encoding `hawser-plan` owns and numbers (`plan_format`); this crate
 //! carries it without knowing it.
@@ -16,6 +17,7 @@
 //! It must not depend on any other hawser crate: both roles link it, and it
 //! carries what they exchange without knowing it.
 
+pub mod blob_edit;
 pub mod transport;
 
 /// The generated messages, client and server of `hawser.agent.v1`.

@@ -1,6 +1,7 @@
 //! The version the agent holds (the newest accepted by Apply, or the one it
 //! serves after a restart), kept by content digest, so an Apply need only
-//! carry the files the agent lacks. The plan is one more blob, in the
+//! carry the files the agent lacks, whole or as edits of held ones
+//! (`hawser_proto::blob_edit`). The plan is one more blob, in the
 //! contract's wire format (`hawser_plan::PLAN_FORMAT`).
 
 use std::collections::{BTreeMap, HashMap};
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use hawser_plan::{
     Decoded, Earlier, FileKind, FileSet, Plan, PlanFormatError, decode_after, digest, encode,
 };
-use hawser_proto::v1;
+use hawser_proto::{MAX_FILE_BYTES, blob_edit, v1};
 
 /// What the state reports of a held version.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -92,12 +93,38 @@ impl Held {
             }
             sent.insert(blob.digest.as_str(), blob.content.as_slice());
         }
+        let mut missing: Vec<String> = Vec::new();
+        let mut edited: HashMap<&str, Arc<Vec<u8>>> = HashMap::new();
+        for edit in &request.edits {
+            let Some(base) = self.blobs.get(&edit.base) else {
+                // The whole blob, then.
+                missing.push(edit.digest.clone());
+                continue;
+            };
+            let content = blob_edit::apply(base, edit).map_err(|e| {
+                ContentError::Invalid(format!("blob {} as an edit: {e}", edit.digest))
+            })?;
+            if content.len() > MAX_FILE_BYTES {
+                return Err(ContentError::Invalid(format!(
+                    "blob {} as an edit is {} bytes, over the limit of {MAX_FILE_BYTES}",
+                    edit.digest,
+                    content.len()
+                )));
+            }
+            if digest(&content) != edit.digest {
+                return Err(ContentError::Invalid(format!(
+                    "blob {} as an edit does not match its digest",
+                    edit.digest
+                )));
+            }
+            edited.insert(edit.digest.as_str(), Arc::new(content));
+        }
         let lookup = |d: &str| -> Option<Arc<Vec<u8>>> {
             sent.get(d)
                 .map(|c| Arc::new(c.to_vec()))
+                .or_else(|| edited.get(d).cloned())
                 .or_else(|| self.blobs.get(d).cloned())
         };
-        let mut missing: Vec<String> = Vec::new();
         let mut next = Held {
             generation: request.generation,
             plan_digest: request.plan_digest.clone(),
@@ -187,6 +214,7 @@ mod tests {
             },
             controller: "test".into(),
             plan_format: hawser_plan::PLAN_FORMAT,
+            edits: Vec::new(),
         }
     }
 
@@ -280,6 +308,77 @@ mod tests {
             .unwrap();
         assert_eq!(resolved, changed);
         assert_eq!(next.generation, 4);
+    }
+
+    /// A request for `changed` whose blob of `maps/routes.map` travels as
+    /// an edit of the map `held` holds.
+    fn with_map_edit(held: &Held, changed: &FileSet, plan: &Plan) -> v1::ApplyRequest {
+        let mut req = request(held, changed, plan, true);
+        let base_digest = &held.files["maps/routes.map"];
+        let next = changed.get("maps/routes.map").unwrap();
+        let next_digest = digest(&next.content);
+        req.blobs.retain(|b| b.digest != next_digest);
+        req.edits.push(
+            blob_edit::edit_of(
+                &held.blobs[base_digest],
+                &next.content,
+                &next_digest,
+                base_digest,
+            )
+            .unwrap(),
+        );
+        req
+    }
+
+    const MAP: &str = "a be_a\nb be_b\nc be_c\nd be_d\n";
+
+    #[test]
+    fn a_blob_sent_as_an_edit_of_a_held_one_is_read_as_sent_whole() {
+        let plan = Plan::default();
+        let held = Held::of(3, &files(MAP), &plan);
+        let changed = files(&MAP.replace("c be_c\n", "c be_c\ncc be_cc\n"));
+        let req = with_map_edit(&held, &changed, &plan);
+        assert!(req.blobs.iter().all(|b| b.content.len() < MAP.len()));
+        assert_eq!(req.edits[0].inserted, b"cc be_cc\n");
+        let (resolved, _, next) = held.resolve(&req).unwrap();
+        assert_eq!(resolved, changed);
+        // The next version may build on it in turn.
+        let again = files(MAP);
+        let (resolved, _, _) = next.resolve(&with_map_edit(&next, &again, &plan)).unwrap();
+        assert_eq!(resolved, again);
+    }
+
+    #[test]
+    fn an_edit_of_a_blob_not_held_asks_for_the_whole_blob() {
+        let plan = Plan::default();
+        let held = Held::of(3, &files(MAP), &plan);
+        let changed = files(&MAP.replace("b be_b", "b be_other"));
+        let mut req = with_map_edit(&held, &changed, &plan);
+        req.edits[0].base = digest(b"a map the agent never had\n");
+        let Err(ContentError::Missing(missing)) = held.resolve(&req) else {
+            panic!("expected the edited blob asked for");
+        };
+        assert_eq!(missing, vec![req.edits[0].digest.clone()]);
+    }
+
+    #[test]
+    fn an_edit_that_makes_other_content_than_its_digest_is_refused() {
+        let plan = Plan::default();
+        let held = Held::of(3, &files(MAP), &plan);
+        let changed = files(&MAP.replace("b be_b", "b be_other"));
+        let mut tampered = with_map_edit(&held, &changed, &plan);
+        tampered.edits[0].inserted = b"b be_evil\n".to_vec();
+        let Err(ContentError::Invalid(why)) = held.resolve(&tampered) else {
+            panic!("a tampered edit must be refused");
+        };
+        assert!(why.contains("does not match its digest"), "{why}");
+
+        let mut beyond = with_map_edit(&held, &changed, &plan);
+        beyond.edits[0].kept_lines = 40;
+        let Err(ContentError::Invalid(why)) = held.resolve(&beyond) else {
+            panic!("an edit beyond its base must be refused");
+        };
+        assert!(why.contains("lines of a base of 4"), "{why}");
     }
 
     #[test]

@@ -356,6 +356,27 @@ fn check_shape(request: &v1::ApplyRequest) -> Result<(), Status> {
             ));
         }
     }
+    if request.edits.len() > MAX_FILES {
+        return bad(format!(
+            "{} edits exceed the limit of {MAX_FILES}",
+            request.edits.len()
+        ));
+    }
+    for edit in &request.edits {
+        if !is_digest(&edit.digest) || !is_digest(&edit.base) {
+            return bad(format!(
+                "edit {:?} of {:?}: not sha256 hex digests",
+                edit.digest, edit.base
+            ));
+        }
+        if edit.inserted.len() > MAX_FILE_BYTES {
+            return bad(format!(
+                "edit {} inserts {} bytes, over the limit of {MAX_FILE_BYTES}",
+                edit.digest,
+                edit.inserted.len()
+            ));
+        }
+    }
     Ok(())
 }
 

@@ -317,6 +317,7 @@ fn apply_request(desired: &Desired, expected: u64) -> v1::ApplyRequest {
         blobs,
         controller: "a test".to_string(),
         plan_format: PLAN_FORMAT,
+        edits: Vec::new(),
     }
 }
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::sync::watch;
 
 use hawser_plan::{Encoded, PLAN_FORMAT, PlanFormatError, digest, encode_after};
-use hawser_proto::v1;
+use hawser_proto::{blob_edit, v1};
 use hawser_render::{CertificatePem, RenderConfig, RenderError, Rendered, Renderer};
 
 use super::Snapshot;
@@ -38,6 +38,17 @@ pub struct Built {
     /// `Renderer::render_after`).
     rendered: Arc<Rendered>,
     /// Each file digest → the path of a file with that content.
+    paths: HashMap<String, String>,
+    /// The render before for the same settings, whose files agents most
+    /// likely hold: a file changed since travels as an edit of its
+    /// predecessor ([`Built::edit`]). Its own render before is not kept.
+    earlier: Option<Earlier>,
+}
+
+/// A render's files by digest.
+#[derive(Debug)]
+struct Earlier {
+    rendered: Arc<Rendered>,
     paths: HashMap<String, String>,
 }
 
@@ -69,6 +80,18 @@ impl Built {
         }
         let path = self.paths.get(digest)?;
         self.rendered.files.get(path).map(|f| f.content.as_slice())
+    }
+
+    /// The blob named `digest` as an edit of the content named `base`, a
+    /// file of the render before; `None` when that render is not kept, or
+    /// when the edit would carry most of the blob anyway.
+    pub fn edit(&self, digest: &str, base: &str) -> Option<v1::BlobEdit> {
+        let earlier = self.earlier.as_ref()?;
+        let base_path = earlier.paths.get(base)?;
+        let base_content = &earlier.rendered.files.get(base_path)?.content;
+        let path = self.paths.get(digest)?;
+        let content = &self.rendered.files.get(path)?.content;
+        blob_edit::edit_of(base_content, content, digest, base)
     }
 }
 
@@ -257,6 +280,10 @@ impl Renders {
             encoded_plan,
             rendered,
             paths,
+            earlier: previous.map(|b| Earlier {
+                rendered: Arc::clone(&b.rendered),
+                paths: b.paths.clone(),
+            }),
         });
         self.built
             .lock()

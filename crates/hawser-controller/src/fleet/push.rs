@@ -1,5 +1,6 @@
-//! One Apply exchange: send the files the agent lacks; if it names more,
-//! send those once.
+//! One Apply exchange: send the files the agent lacks, a changed one as
+//! an edit of the one it holds at the same path (`hawser_proto::blob_edit`);
+//! if it names more, send those whole, once.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -13,7 +14,8 @@ use super::build::Built;
 /// How long one Apply may take (a paced, verified reload included).
 pub const APPLY_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// What travelled: blobs that are files, and their bytes (the plan excluded).
+/// What travelled: files, whole or as edits, and their bytes (an edit's
+/// inserted lines; the plan excluded).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Sent {
     pub files: u64,
@@ -41,18 +43,28 @@ pub async fn push(
     let file_digests: HashSet<&String> = built.files.iter().map(|f| &f.digest).collect();
     let mut sent = Sent::default();
     for attempt in 0..2 {
-        let blobs: Vec<v1::Blob> = wanted
-            .iter()
-            .filter_map(|d| {
-                built.blob(d).map(|content| v1::Blob {
+        let mut blobs = Vec::new();
+        let mut edits = Vec::new();
+        for d in &wanted {
+            // An agent that lacks an edit's base asks for the whole blob,
+            // which the second attempt sends.
+            if let Some(edit) = (attempt == 0)
+                .then(|| edit_of_held(built, state, d))
+                .flatten()
+            {
+                sent.files += 1;
+                sent.bytes += edit.inserted.len() as u64;
+                edits.push(edit);
+            } else if let Some(content) = built.blob(d) {
+                if file_digests.contains(d) {
+                    sent.files += 1;
+                    sent.bytes += content.len() as u64;
+                }
+                blobs.push(v1::Blob {
                     digest: d.clone(),
                     content: content.to_vec(),
-                })
-            })
-            .collect();
-        for blob in blobs.iter().filter(|b| file_digests.contains(&b.digest)) {
-            sent.files += 1;
-            sent.bytes += blob.content.len() as u64;
+                });
+            }
         }
         let mut request = tonic::Request::new(v1::ApplyRequest {
             epoch,
@@ -62,6 +74,7 @@ pub async fn push(
             plan_digest: built.plan_digest.clone(),
             plan_format: built.plan_format,
             blobs,
+            edits,
             controller: controller.to_string(),
         });
         request.set_timeout(APPLY_TIMEOUT);
@@ -77,4 +90,14 @@ pub async fn push(
         return Ok((response, sent));
     }
     Err(tonic::Status::internal("the agent kept asking for files"))
+}
+
+/// The file named `digest` as an edit of the one the agent holds at its
+/// path, when the render before had that one and the edit is small.
+fn edit_of_held(built: &Built, state: &v1::State, digest: &str) -> Option<v1::BlobEdit> {
+    built
+        .files
+        .iter()
+        .filter(|f| f.digest == digest)
+        .find_map(|f| built.edit(digest, state.files.get(&f.path)?))
 }

@@ -80,16 +80,20 @@ async fn controller_and_two_agents_converge_on_every_render() {
             })
             .await;
         let generation = status["controller"]["generation"].as_u64().unwrap();
-        controller.wait_converged().await;
+        let converged = controller.wait_converged().await;
         for agent in &fleet.agents {
             agent
                 .expect_status_eventually(HOST, &format!("{path}/x"), 200)
                 .await;
             agent.expect_status_eventually(HOST, "/app/x", 404).await;
-            let state = agent.state();
+            // Serving that render or a newer one. (The agent's own
+            // generation may be older: a render whose files the agent
+            // holds already, such as the one for the agents' settings
+            // after a start, is not pushed.)
             assert!(
-                state["appliedGeneration"].as_u64() >= Some(generation),
-                "{state:#}"
+                ControllerProc::agent(&converged, agent)["serving_generation"].as_u64()
+                    >= Some(generation),
+                "{converged:#}"
             );
         }
     }
@@ -109,29 +113,56 @@ async fn controller_and_two_agents_converge_on_every_render() {
     }
 }
 
+/// Forty more Ingresses to the fixture's Service, one host each: a route
+/// map of some size.
+fn more_routes() -> String {
+    (0..40)
+        .map(|i| {
+            format!(
+                "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{ name: more{i}, namespace: split }}\n\
+                 spec:\n  ingressClassName: hawser\n  rules:\n    - host: more{i}.example.com\n      http:\n        paths:\n\
+                 \x20         - path: /\n            pathType: Prefix\n            backend: {{ service: {{ name: web, port: {{ name: http }} }} }}\n---\n"
+            )
+        })
+        .collect()
+}
+
+/// Only the files the agent lacks travel, and a map that changed travels as
+/// the lines that changed: an edit of the map the agent holds, which the
+/// agent checks against the map's digest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_missing_files_travel() {
     let fleet = start_fleet(1, &[]);
     let agent = &fleet.agents[0];
+    std::fs::write(fleet.manifests.path().join("more.yaml"), more_routes()).unwrap();
     let controller = fleet.controller(&[]);
     let first = controller.wait_converged().await;
     let initial = ControllerProc::agent(&first, agent);
     assert!(initial["last_push_files"].as_u64() >= Some(3), "{first:#}");
+    agent
+        .expect_status_eventually("more7.example.com", "/", 200)
+        .await;
 
     controller.write_manifest("web.yaml", &with_route(&controller, "/moved"));
     agent.expect_status_eventually(HOST, "/moved/x", 200).await;
     let status = controller.wait_converged().await;
     let entry = ControllerProc::agent(&status, agent);
-    let map = agent.served_file("maps/routes.map");
+    let map = String::from_utf8(agent.served_file("maps/routes.map")).unwrap();
+    assert!(map.lines().count() > 40, "{map}");
     assert_eq!(entry["last_push_files"], 1, "one map changed: {status:#}");
-    assert_eq!(
-        entry["last_push_bytes"].as_u64(),
-        Some(map.len() as u64),
-        "exactly the map's bytes travel: {status:#}"
+    let bytes = entry["last_push_bytes"].as_u64().unwrap();
+    let moved = map
+        .lines()
+        .find(|line| line.starts_with("split.example.com/moved"))
+        .unwrap();
+    assert!(
+        bytes > moved.len() as u64 && bytes < map.len() as u64 / 10,
+        "the changed lines of the map travel, {bytes} bytes of {}: {status:#}",
+        map.len()
     );
     assert_eq!(
         entry["bytes_sent"].as_u64(),
-        Some(initial["bytes_sent"].as_u64().unwrap() + map.len() as u64),
+        Some(initial["bytes_sent"].as_u64().unwrap() + bytes),
         "{status:#}"
     );
     // The same figures on /metrics, and the identity's remaining lifetime.
@@ -266,6 +297,7 @@ async fn push_whole(
             ],
             controller: controller.into(),
             plan_format,
+            edits: Vec::new(),
         })
         .await
         .unwrap()
@@ -349,6 +381,7 @@ async fn a_stale_epoch_push_is_refused_and_changes_nothing() {
             blobs: Vec::new(),
             controller: "confused".into(),
             plan_format: 1,
+            edits: Vec::new(),
         })
         .await
         .unwrap()

@@ -272,3 +272,49 @@ fn agents_asking_for_the_cycle_settings_take_its_render_as_it_is() {
     assert!(!marked(&other), "other settings get a render of their own");
     assert!(config_text(&other).contains(":9444 ssl"));
 }
+
+#[test]
+fn a_changed_file_is_given_as_an_edit_of_the_one_the_render_before_had() {
+    let renders = renders();
+    let agent = settings(&[("httpsPort", "9443")]);
+    let names: Vec<String> = (0..20).map(|i| format!("app{i:02}")).collect();
+    let mut names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let build = |generation, names: &[&str]| {
+        let snapshot = Snapshot {
+            store: apps(names),
+            ..snapshot(generation, RenderConfig::default())
+        };
+        renders.build(&snapshot, &agent).unwrap()
+    };
+    let routes = |built: &Built| {
+        built
+            .files
+            .iter()
+            .find(|f| f.path == hawser_plan::ROUTES_MAP_PATH)
+            .unwrap()
+            .digest
+            .clone()
+    };
+    let first = build(1, &names);
+    assert_eq!(
+        first.edit(&routes(&first), &routes(&first)),
+        None,
+        "no render before the first"
+    );
+    names.push("added");
+    let second = build(2, &names);
+    let edit = second.edit(&routes(&second), &routes(&first)).unwrap();
+    let made = blob_edit::apply(first.blob(&routes(&first)).unwrap(), &edit).unwrap();
+    assert_eq!(made, second.blob(&routes(&second)).unwrap());
+    assert_eq!(edit.removed_lines, 0);
+    assert!(
+        String::from_utf8(edit.inserted.clone())
+            .unwrap()
+            .starts_with("added.example/ "),
+        "{edit:?}"
+    );
+    // Only the render just before is kept.
+    let third = build(3, &names[1..]);
+    assert!(third.edit(&routes(&third), &routes(&second)).is_some());
+    assert_eq!(third.edit(&routes(&third), &routes(&first)), None);
+}
