@@ -10,7 +10,7 @@ use std::sync::Arc;
 use hawser_plan::{
     Decoded, Earlier, FileKind, FileSet, Plan, PlanFormatError, decode_after, digest, encode,
 };
-use hawser_proto::{MAX_FILE_BYTES, blob_edit, v1};
+use hawser_proto::{MAX_FILE_BYTES, MAX_MESSAGE_BYTES, blob_edit, v1};
 
 /// What the state reports of a held version.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -94,31 +94,7 @@ impl Held {
             sent.insert(blob.digest.as_str(), blob.content.as_slice());
         }
         let mut missing: Vec<String> = Vec::new();
-        let mut edited: HashMap<&str, Arc<Vec<u8>>> = HashMap::new();
-        for edit in &request.edits {
-            let Some(base) = self.blobs.get(&edit.base) else {
-                // The whole blob, then.
-                missing.push(edit.digest.clone());
-                continue;
-            };
-            let content = blob_edit::apply(base, edit).map_err(|e| {
-                ContentError::Invalid(format!("blob {} as an edit: {e}", edit.digest))
-            })?;
-            if content.len() > MAX_FILE_BYTES {
-                return Err(ContentError::Invalid(format!(
-                    "blob {} as an edit is {} bytes, over the limit of {MAX_FILE_BYTES}",
-                    edit.digest,
-                    content.len()
-                )));
-            }
-            if digest(&content) != edit.digest {
-                return Err(ContentError::Invalid(format!(
-                    "blob {} as an edit does not match its digest",
-                    edit.digest
-                )));
-            }
-            edited.insert(edit.digest.as_str(), Arc::new(content));
-        }
+        let edited = self.made_from_edits(&request.edits, &mut missing)?;
         let lookup = |d: &str| -> Option<Arc<Vec<u8>>> {
             sent.get(d)
                 .map(|c| Arc::new(c.to_vec()))
@@ -177,6 +153,44 @@ impl Held {
         // the files: not what a next version may take for theirs.
         next.decoded = (request.plan_format >= 3).then_some(decoded);
         Ok((files, plan, next))
+    }
+
+    /// The content each edit makes of the blob it names as its base;
+    /// the digest of an edit whose base is not held goes to `missing` (the
+    /// whole blob, then). What the edits make together is bounded as a
+    /// message is.
+    fn made_from_edits<'r>(
+        &self,
+        edits: &'r [v1::BlobEdit],
+        missing: &mut Vec<String>,
+    ) -> Result<HashMap<&'r str, Arc<Vec<u8>>>, ContentError> {
+        let mut made: HashMap<&str, Arc<Vec<u8>>> = HashMap::new();
+        let mut bytes = 0usize;
+        for edit in edits {
+            if made.contains_key(edit.digest.as_str()) {
+                continue;
+            }
+            let Some(base) = self.blobs.get(&edit.base) else {
+                missing.push(edit.digest.clone());
+                continue;
+            };
+            let invalid = |why: String| {
+                ContentError::Invalid(format!("blob {} as an edit: {why}", edit.digest))
+            };
+            let content = blob_edit::apply(base, edit).map_err(|e| invalid(e.to_string()))?;
+            bytes += content.len();
+            if content.len() > MAX_FILE_BYTES || bytes > MAX_MESSAGE_BYTES {
+                return Err(invalid(format!(
+                    "{} bytes, over the limit of {MAX_FILE_BYTES} a file and {MAX_MESSAGE_BYTES} in all",
+                    content.len()
+                )));
+            }
+            if digest(&content) != edit.digest {
+                return Err(invalid("it does not match its digest".into()));
+            }
+            made.insert(edit.digest.as_str(), Arc::new(content));
+        }
+        Ok(made)
     }
 }
 
