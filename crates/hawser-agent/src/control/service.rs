@@ -429,3 +429,6 @@ impl v1::agent_server::Agent for ControlService {
             .map(Response::new)
     }
 }
+
+#[cfg(test)]
+mod tests;
