@@ -141,6 +141,8 @@ pub struct AgentLinkStatus {
     pub last_error: Option<String>,
     pub pushes: u64,
     pub failed_pushes: u64,
+    /// Files the last push carried, whole or as edits of held ones, and
+    /// their bytes (an edit's: the lines it inserts).
     pub last_push_files: u64,
     pub last_push_bytes: u64,
     /// From sending the last Apply to its answer, the agent's apply included.

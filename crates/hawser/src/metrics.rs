@@ -215,7 +215,7 @@ impl Metrics {
         );
         registry.register(
             "push_bytes",
-            "File bytes sent to agents (only what each lacked)",
+            "File bytes sent to agents: only what each lacked, a changed file as the lines of its edit",
             m.push_bytes.clone(),
         );
         registry.register(
