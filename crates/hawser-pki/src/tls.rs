@@ -16,10 +16,13 @@
 //!          └─── verify_client_chain / verify_server_chain: the same checks, per request ───┘
 //! ```
 //!
-//! Trust is evaluated when it is used, never cached past a revision: a previous CA stops
-//! being trusted the moment its `previous-ca-until` passes, even without a reload.
+//! Trust is evaluated when it is used, never cached past a revision or a deadline: a
+//! previous CA stops being trusted the moment its `previous-ca-until` passes, even without
+//! a reload. The per-request checks remember a chain found valid ([`CheckedChains`]) only
+//! under the same revision and until the first deadline the check reads.
 
 mod chain;
+mod checked;
 mod config;
 mod error;
 mod leaf;
@@ -41,6 +44,7 @@ use rustls::crypto::CryptoProvider;
 use rustls_pki_types::UnixTime;
 use sha2::{Digest, Sha256};
 
+pub use checked::CheckedChains;
 pub use config::{client_config, server_config};
 pub use error::TlsError;
 pub use material::{Material, load_dir};

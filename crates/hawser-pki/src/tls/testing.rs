@@ -91,6 +91,13 @@ impl TlsFiles {
             .with(files::PREVIOUS_CA_UNTIL, rfc3339(until))
     }
 
+    /// The files loaded as `role`'s tls directory at `now`.
+    pub(super) fn load(&self, role: Role, now: SystemTime) -> super::Material {
+        let dir = tempfile::tempdir().unwrap();
+        self.write_plain(dir.path());
+        super::load_dir(dir.path(), role, now).unwrap()
+    }
+
     /// Writes the files into a plain directory `dir`.
     pub(super) fn write_plain(&self, dir: &Path) {
         fs::create_dir_all(dir).unwrap();

@@ -151,7 +151,7 @@ pub fn verify_server_chain(
     verify_peer(material, chain, Role::Agent, expected_name, now)
 }
 
-fn verify_peer(
+pub(super) fn verify_peer(
     material: &Material,
     chain: &[CertificateDer<'_>],
     peer: Role,

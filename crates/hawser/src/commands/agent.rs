@@ -18,7 +18,7 @@ use hawser_agent::control::{ControlConfig, ControlService, PeerCheck};
 use hawser_agent::{Agent, AgentConfig, AgentHandle, AgentPaths, HaproxyMode, TreeStore};
 use hawser_haproxy::HaproxyBinary;
 use hawser_pki::Role;
-use hawser_pki::tls::{SharedMaterial, server_config, verify_client_chain, watch_dir};
+use hawser_pki::tls::{CheckedChains, SharedMaterial, server_config, watch_dir};
 use hawser_proto::transport;
 use hawser_render::AGENT_SETTINGS;
 use tokio::net::TcpListener;
@@ -117,12 +117,16 @@ async fn serve(args: &AgentServeArgs) -> anyhow::Result<()> {
 
     let controller_name = args.controller_name.clone();
     let trusted = material.clone();
+    // Checked with every call and every state sent: a chain found valid is
+    // not validated again until its first deadline or a new revision.
+    let checked = CheckedChains::default();
     let peer_check: PeerCheck = Arc::new(move |chain| {
         let current = trusted
             .current()
             .ok_or("the agent has no valid tls material; management calls are refused")?;
         let chain = chain.ok_or("no client certificate")?;
-        verify_client_chain(&current, chain, &controller_name, SystemTime::now())
+        checked
+            .verify_client_chain(&current, chain, &controller_name, SystemTime::now())
             .map_err(|e| e.to_string())
     });
     let control = ControlService::new(

@@ -19,7 +19,7 @@ use hawser_controller::local::run_local;
 use hawser_controller::quarantine::Judge;
 use hawser_haproxy::HaproxyBinary;
 use hawser_pki::Role;
-use hawser_pki::tls::{SharedMaterial, client_config, verify_server_chain, watch_dir};
+use hawser_pki::tls::{CheckedChains, SharedMaterial, client_config, watch_dir};
 use hawser_render::{RenderConfig, Renderer};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -226,6 +226,9 @@ fn client_tls(material: &SharedMaterial, agent_name: &str) -> ClientTls {
     });
     let expected = agent_name.to_string();
     let trusted = material.clone();
+    // Checked before every push: a chain found valid is not validated
+    // again until its first deadline or a new revision.
+    let checked = CheckedChains::default();
     ClientTls {
         config: client_config(material.clone(), agent_name.to_string()),
         agent_name: agent_name.to_string(),
@@ -234,7 +237,8 @@ fn client_tls(material: &SharedMaterial, agent_name: &str) -> ClientTls {
             let current = trusted
                 .current()
                 .ok_or("the controller has no valid tls material")?;
-            verify_server_chain(&current, chain, &expected, SystemTime::now())
+            checked
+                .verify_server_chain(&current, chain, &expected, SystemTime::now())
                 .map_err(|e| e.to_string())
         }),
     }

@@ -6,14 +6,11 @@
 
 use super::*;
 use crate::issue;
-use crate::tls::load_dir;
 use crate::tls::testing::{AGENT, CONTROLLER, DAY, HOUR, Pki, TlsFiles, chain};
 
 /// `files` loaded as `role`'s tls directory at `now`.
 fn material(files: &TlsFiles, role: Role, now: SystemTime) -> Material {
-    let dir = tempfile::tempdir().unwrap();
-    files.write_plain(dir.path());
-    load_dir(dir.path(), role, now).unwrap()
+    files.load(role, now)
 }
 
 #[test]
