@@ -26,6 +26,13 @@ pub(super) const CONTROLLER: &str = "hawser-controller";
 pub(super) const HOUR: Duration = Duration::from_secs(3600);
 pub(super) const DAY: Duration = Duration::from_secs(86_400);
 
+/// `files` loaded as `role`'s tls directory at `now`.
+pub(super) fn material(files: &TlsFiles, role: Role, now: SystemTime) -> super::Material {
+    let dir = tempfile::tempdir().unwrap();
+    files.write_plain(dir.path());
+    super::load_dir(dir.path(), role, now).unwrap()
+}
+
 /// A CA and the two identities it signed, all valid from `now`.
 pub(super) struct Pki {
     pub(super) ca: CertifiedKey,
@@ -89,13 +96,6 @@ impl TlsFiles {
     pub(super) fn with_previous(self, previous: &CertifiedKey, until: SystemTime) -> TlsFiles {
         self.with(files::PREVIOUS_CA_CRT, &previous.cert_pem)
             .with(files::PREVIOUS_CA_UNTIL, rfc3339(until))
-    }
-
-    /// The files loaded as `role`'s tls directory at `now`.
-    pub(super) fn load(&self, role: Role, now: SystemTime) -> super::Material {
-        let dir = tempfile::tempdir().unwrap();
-        self.write_plain(dir.path());
-        super::load_dir(dir.path(), role, now).unwrap()
     }
 
     /// Writes the files into a plain directory `dir`.

@@ -6,12 +6,7 @@
 
 use super::*;
 use crate::issue;
-use crate::tls::testing::{AGENT, CONTROLLER, DAY, HOUR, Pki, TlsFiles, chain};
-
-/// `files` loaded as `role`'s tls directory at `now`.
-fn material(files: &TlsFiles, role: Role, now: SystemTime) -> Material {
-    files.load(role, now)
-}
+use crate::tls::testing::{AGENT, CONTROLLER, DAY, HOUR, Pki, chain, material};
 
 #[test]
 fn a_chain_checked_again_is_not_validated_again() {
@@ -148,15 +143,4 @@ fn refusals_are_not_remembered_and_another_chain_is_checked_on_its_own() {
         .verify_client_chain(&agent, &chain(&other), CONTROLLER, now)
         .unwrap_err();
     assert_eq!(checked.full_checks(), 4);
-}
-
-#[test]
-fn no_certificate_is_refused() {
-    let now = SystemTime::now();
-    let pki = Pki::new(now);
-    let agent = material(&pki.files(Role::Agent), Role::Agent, now);
-    let err = CheckedChains::default()
-        .verify_client_chain(&agent, &[], CONTROLLER, now)
-        .unwrap_err();
-    assert_eq!(err.metric_label(), "no_certificate");
 }

@@ -6,12 +6,7 @@
 
 use super::*;
 use crate::issue;
-use crate::tls::testing::{AGENT, CONTROLLER, DAY, HOUR, Pki, TlsFiles, chain};
-
-/// `files` loaded as `role`'s tls directory at `now`.
-fn material(files: &TlsFiles, role: Role, now: SystemTime) -> Material {
-    files.load(role, now)
-}
+use crate::tls::testing::{AGENT, CONTROLLER, DAY, HOUR, Pki, chain, material};
 
 #[test]
 fn the_agent_accepts_the_controller() {
