@@ -65,12 +65,11 @@ impl Valid {
             && self.role == role
             && self.name == name
             && self.revision == material.revision()
-            && self.chain.len() == chain.len()
             && self
                 .chain
                 .iter()
-                .zip(chain)
-                .all(|(a, b)| a.as_slice() == b.as_ref())
+                .map(Vec::as_slice)
+                .eq(chain.iter().map(|c| c.as_ref()))
     }
 }
 
